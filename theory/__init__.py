@@ -1,8 +1,39 @@
 """Symbolic theory of depth in residual stacks: recursions, bounds and a lemma registry.
 
 Imports no torch and nothing of ``simulate``.
+
+- :mod:`theory.symbols`: every symbol once, with its sympy assumptions.
+- :mod:`theory.recursions`: exact random-init laws (THEORY.md B) and the bridge (C);
+  :mod:`theory.jacobians`: the block-Jacobian laws (re-exported by ``recursions``).
+- :mod:`theory.bounds`: paper statements (THEORY.md A) and their derived growth.
+- :mod:`theory.lemmas`: ``LEMMAS`` (id -> :class:`Lemma`), ``lemma(id)``, ``growth_class(id)``.
+- :mod:`theory.predict` (when present): ``predict(setting)``, ``weight_decay_variance``,
+  ``weight_decay_bound``, numeric per-layer curves.
+
+>>> import theory
+>>> theory.lemma("p2-thm-1").kind
+'paper'
 """
 
 from theory.setting import Setting, SettingError
+from theory import bounds, jacobians, recursions, symbols
+from theory.lemmas import LEMMA_IDS, LEMMAS, Lemma, derive_growth, growth_class, lemma
 
-__all__ = ["Setting", "SettingError"]
+__all__ = [
+    "Setting", "SettingError", "Lemma", "LEMMAS", "LEMMA_IDS", "lemma", "growth_class",
+    "derive_growth", "symbols", "recursions", "jacobians", "bounds",
+]
+
+# Numeric predictions live in theory.predict (owned by another module). Bind them here so
+# that ``theory.predict`` is the function of CONTRACT.md, not the submodule; only a
+# missing theory/predict.py is tolerated, any other import error propagates.
+try:
+    import theory.predict as _predict_module
+except ModuleNotFoundError as error:  # pragma: no cover - until theory/predict.py exists
+    if error.name != "theory.predict":
+        raise
+else:
+    for _name in ("predict", "weight_decay_variance", "weight_decay_bound"):
+        if hasattr(_predict_module, _name):
+            globals()[_name] = getattr(_predict_module, _name)
+            __all__.append(_name)

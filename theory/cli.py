@@ -6,10 +6,13 @@ Bad input on the command line ends with exit code 2 and exactly one line on stde
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import NoReturn
+import tempfile
+from pathlib import Path
+from typing import Callable, NoReturn
 
-__all__ = ["CliParser", "fail"]
+__all__ = ["CliParser", "fail", "atomic_write"]
 
 
 def fail(prog: str, message: str, code: int = 2) -> NoReturn:
@@ -24,3 +27,25 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         fail(self.prog, f"{message} (see --help)")
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Path:
+    """Create ``path`` all at once: ``write(temp_path)`` fills a temporary file beside it,
+    which then replaces ``path`` (``os.replace``), so no reader sees half a file and a
+    failure leaves nothing behind.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> atomic_write(target, lambda temp: pathlib.Path(temp).write_text("done")).read_text()
+    'done'
+    """
+    path = Path(path)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(handle)
+    try:
+        write(temp)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path

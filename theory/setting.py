@@ -205,13 +205,6 @@ class Setting:
         return self.width * self.resolved_init_std**2
 
     # -- construction -------------------------------------------------------------
-    @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "Setting":
-        """A preset with some fields overridden (overrides win)."""
-        if name not in PRESETS:
-            raise SettingError("preset", name, f"one of {', '.join(PRESETS)}")
-        return cls(**{**PRESETS[name], **overrides, "preset": name})
-
     def replace(self, **changes: Any) -> "Setting":
         """A copy with some fields changed, validated again."""
         return dataclasses.replace(self, **changes)
@@ -229,6 +222,26 @@ class Setting:
             raise SettingError(unknown[0], data[unknown[0]], f"a field of Setting: {', '.join(sorted(names))}")
         return cls(**data)
 
+
+class _PresetConstructor:
+    """``Setting.preset(name, **overrides)`` on the class, the ``preset`` field on an instance.
+
+    A classmethod named ``preset`` would replace the field's default inside the dataclass
+    decorator, so the constructor is attached after it as a non-data descriptor: an
+    instance finds its field value in its own ``__dict__`` first and never calls this.
+    """
+
+    def __get__(self, instance: Setting | None, owner: type[Setting]) -> Any:
+        def preset(name: str, **overrides: Any) -> Setting:
+            """A preset with some fields overridden (overrides win)."""
+            if name not in PRESETS:
+                raise SettingError("preset", name, f"one of {', '.join(PRESETS)}")
+            return owner(**{**PRESETS[name], **overrides, "preset": name})
+
+        return preset
+
+
+Setting.preset = _PresetConstructor()  # type: ignore[assignment]
 
 # The architecture of the official LNS code (lmsdss/LayerNorm-Scaling, LLaMA configs):
 # RMSNorm, SwiGLU, RoPE, causal attention, no biases, all weights N(0, 0.02^2).

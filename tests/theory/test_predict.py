@@ -1,0 +1,203 @@
+"""predict(): each exact law against a direct iteration of its recursion; bounds; CLI."""
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from theory.gaussian import second_moment
+from theory.setting import Setting
+
+predict_module = __import__("importlib").import_module("theory.predict")
+predict = predict_module.predict
+
+
+def _curve(table, metric, law=None, kind=None):
+    rows = table[table.metric == metric]
+    if law is not None:
+        rows = rows[rows.law == law]
+    if kind is not None:
+        rows = rows[rows.kind == kind]
+    return rows.sort_values("layer").value.to_numpy()
+
+
+def _setting(**kw):
+    return Setting(preset=None, **{"width": 64, "depth": 20, **kw})
+
+
+def _iterate(v0, depth, step):
+    out = [v0]
+    for layer in range(1, depth + 1):
+        out.append(step(out[-1], layer))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("scheme,step", [
+    ("pre", lambda v, l: v + 0.8),
+    ("lns", lambda v, l: v + 0.8 / l),
+    ("scaled-init", lambda v, l: v + 0.8 / 40),
+    ("depth-scaled-init", lambda v, l: v + 0.8 / l),
+    ("layerscale", lambda v, l: v + 0.8 * 0.01),
+    ("none", lambda v, l: v * (1 + 0.8 * 0.5)),
+    ("skipinit", lambda v, l: v),
+    ("sandwich", lambda v, l: v + 0.5),
+    ("post", lambda v, l: 1.0),
+])
+def test_linear_block_variance_laws(scheme, step):
+    setting = _setting(block="linear", scheme=scheme, init_std=math.sqrt(0.8 / 64), mask_density=0.5
+                       if scheme in ("none", "sandwich") else 1.0, input_std=1.3)
+    table = predict(setting)
+    got = _curve(table, "var", kind="exact")
+    assert len(got) == setting.depth + 1
+    np.testing.assert_allclose(got, _iterate(1.69, setting.depth, step), rtol=1e-12)
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "silu", "swiglu"])
+@pytest.mark.parametrize("scheme", ["pre", "lns"])
+def test_mlp_block_variance_laws(activation, scheme):
+    setting = _setting(block="mlp", activation=activation, scheme=scheme, ffn_width=96, init_std=0.15)
+    alpha, ratio = setting.alpha, 96 / 64
+
+    def step(v, layer):
+        g2 = 1 / layer if scheme == "lns" else 1.0
+        return v + ratio * alpha * float(second_moment(activation, alpha * g2))
+
+    table = predict(setting)
+    np.testing.assert_allclose(_curve(table, "var", kind="exact"), _iterate(1.0, setting.depth, step), rtol=1e-10)
+    np.testing.assert_allclose(_curve(table, "var_mlp"), np.diff(_iterate(1.0, setting.depth, step)), rtol=1e-10)
+
+
+def test_relu_without_norm_is_exact_geometric():
+    setting = _setting(block="mlp", activation="relu", scheme="none", ffn_width=128, mask_density=0.7)
+    factor = 1 + 0.7 * 2 * setting.alpha**2 / 2
+    np.testing.assert_allclose(_curve(predict(setting), "var", kind="exact"),
+                               factor ** np.arange(setting.depth + 1), rtol=1e-12)
+
+
+def test_p2_theorem_1_bound_is_above_exact_law():
+    setting = _setting(block="linear", scheme="none", mask_density=0.3)
+    table = predict(setting)
+    exact, upper = _curve(table, "var", "exact-masked-linear"), _curve(table, "var", "p2-thm-1", "upper")
+    np.testing.assert_allclose(exact, 1.3 ** np.arange(21), rtol=1e-12)
+    np.testing.assert_allclose(upper, (1 + math.sqrt(0.3)) ** (2 * np.arange(21)), rtol=1e-12)
+    assert np.all(upper[1:] > exact[1:])
+
+
+def test_p1_recursion_rows():
+    table = predict(_setting(block="mlp", activation="relu", depth=3))
+    np.testing.assert_allclose(_curve(table, "var", "p1-lemma-3.2"),
+                               predict_module.p1_recursion(1.0, 3), rtol=1e-14)
+
+
+def test_moe_uniform_gates_factor_and_thm5():
+    setting = Setting.preset("llama", block="moe", depth=4, width=64, heads=4, tokens=8, experts=8, top_k=4,
+                             uniform_gates=True)
+    table = predict(setting)
+    moe = _curve(table, "var_mlp", "exact-moe")
+    thm5 = _curve(table, "var_mlp", "p2-thm-5")
+    np.testing.assert_allclose(moe, thm5, rtol=1e-12)  # uniform gates: P2 Theorem 5 is exact
+    dense = predict(setting.replace(block="transformer"))
+    np.testing.assert_allclose(moe, _curve(dense, "var_mlp") / 4, rtol=1e-3)
+
+
+def test_moe_softmax_gate_square_sum_monte_carlo_bounds():
+    value = predict_module.moe_gate_square_sum(8, 2, 1.0)
+    assert 0.5 < value < 1.0
+
+
+def test_gqa_equals_mha_at_init():
+    base = Setting.preset("llama", block="attention", depth=3, width=64, heads=8, tokens=16)
+    mha = _curve(predict(base), "var_attn", "exact-causal-attention")
+    gqa_table = predict(base.replace(kv_heads=2))
+    np.testing.assert_allclose(_curve(gqa_table, "var_attn", "exact-gqa-init"), mha)
+    assert len(_curve(gqa_table, "var_attn", "p2-gqa")) == 3
+
+
+def test_single_token_attention_and_no_token_cos():
+    setting = Setting.preset("llama", block="attention", depth=3, width=64, heads=4, tokens=1)
+    table = predict(setting)
+    assert "token_cos" not in set(table.metric)
+    np.testing.assert_allclose(_curve(table, "var_attn"), setting.alpha**2, rtol=1e-12)
+
+
+def test_alignment_bridge():
+    setting = _setting(block="linear", alignment=0.3, init_std=0.1)
+    b2 = setting.alpha
+    expected = _iterate(1.0, setting.depth, lambda v, l: (math.sqrt(v) + 0.3) ** 2 + b2)
+    np.testing.assert_allclose(_curve(predict(setting), "var", "bridge-aligned"), expected, rtol=1e-12)
+
+
+def test_jacobian_and_angular_for_linear_preln():
+    setting = _setting(block="linear")
+    table = predict(setting)
+    var = _curve(table, "var", kind="exact")
+    jac = _curve(table, "jac_dev")
+    np.testing.assert_allclose(jac, np.sqrt(setting.alpha * (63 / 62) / var[:-1]), rtol=1e-12)
+    np.testing.assert_allclose(_curve(table, "angular"), np.arccos(np.sqrt(var[:-1] / var[1:])) / np.pi)
+
+
+def test_weight_decay_exact_and_bound():
+    steps, lr, lam, noise, init = 200, 0.05, 0.3, 0.7, 2.0
+    exact = predict_module.weight_decay_variance(steps, lr, lam, noise, init)
+    direct = [init]
+    for _ in range(steps):
+        direct.append((1 - lr * lam) ** 2 * direct[-1] + lr**2 * noise**2)
+    np.testing.assert_allclose(exact, direct, rtol=1e-12)
+    assert np.all(predict_module.weight_decay_bound(steps, lr, lam, noise, init) >= exact)
+
+
+def test_depth_one_million_shape():
+    setting = Setting.preset("llama", scheme="lns", depth=10**6)
+    table = predict(setting)
+    var = _curve(table, "var", "exact-lns-init")
+    assert len(var) == 10**6 + 1 and np.all(np.isfinite(var)) and np.all(np.diff(var) > 0)
+    assert set(table.columns) == {"layer", "metric", "law", "kind", "value"}
+
+
+def _cli(args, cwd):
+    return subprocess.run([sys.executable, "-m", "theory", "predict", *args], cwd=cwd, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+
+
+def test_cli_small_depth(tmp_path):
+    result = _cli(["--preset", "llama", "--depth", "5", "--width", "64", "--heads", "4", "--out", "p.csv"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0] == "layer,metric,law,kind,value" and len(lines) > 30
+
+
+@pytest.mark.slow  # 9e6 rows: a few seconds as a whole process
+def test_cli_writes_csv(tmp_path):
+    result = _cli(["--preset", "llama", "--scheme", "lns", "--depth", "1000000", "--out", "p.csv"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "p.csv").read_text().startswith("layer,metric,law,kind,value")
+    assert len(result.stdout.strip().splitlines()) == 1
+
+
+def test_cli_bad_depth(tmp_path):
+    result = _cli(["--depth", "-3", "--out", "p.csv"], tmp_path)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "depth" in result.stderr
+    assert not (tmp_path / "p.csv").exists() and not list(tmp_path.iterdir())
+
+
+def test_preln_relu_mlp_jacobian_monte_carlo():
+    """jac_dev^2 = (d_ff/d) alpha^2 E[relu'^2] (d-1)/((d-2) sigma^2) for a Gaussian stream."""
+    rng = np.random.default_rng(5)
+    samples, width, ffn, sigma2 = 400, 128, 256, 3.0
+    setting = _setting(block="mlp", activation="relu", width=width, ffn_width=ffn, depth=1, input_std=math.sqrt(sigma2))
+    predicted = _curve(predict(setting), "jac_dev")[0] ** 2
+    s = 1 / math.sqrt(width)
+    values = []
+    for _ in range(samples):
+        x, v = rng.standard_normal(width) * math.sqrt(sigma2), rng.standard_normal(width)
+        rms = math.sqrt((x**2).mean())
+        h = x / rms
+        u = (v - h * (h @ v) / width) / rms  # RMSNorm Jacobian applied to v
+        w1, w2 = rng.standard_normal((width, ffn)) * s, rng.standard_normal((ffn, width)) * s
+        values.append(((((h @ w1) > 0) * (u @ w1)) @ w2) @ ((((h @ w1) > 0) * (u @ w1)) @ w2) / width)
+    values = np.array(values)
+    assert abs(values.mean() - predicted) < 4 * values.std() / math.sqrt(samples)

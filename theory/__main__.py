@@ -1,0 +1,145 @@
+"""``python -m theory list | show ID | predict ...``: the lemma registry on the command line.
+
+- ``list [--kind KIND]``: one line per lemma, ``ID  SOURCE  statement``.
+- ``show ID [--ascii] [--no-check]``: the statement in Unicode (``sympy.pretty``) and
+  LaTeX, assumptions, closed form, derived growth class, symbolic-check result, notes.
+- ``predict [SETTING FLAGS] --out FILE.csv``: handed to ``theory.predict.main(argv)``.
+
+Bad input (an unknown id, a bad flag): exit code 2 and one line on stderr.
+
+>>> main(["list", "--kind", "bridge"])
+bridge-aligned  derived here (THEORY.md C)  Eq(sigma_{l+1}**2, b**2 + (a + sigma_l)**2)
+0
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from typing import Sequence
+
+import sympy as sp
+
+from theory.cli import CliParser, fail
+from theory.lemmas import LEMMAS, Lemma
+
+__all__ = ["main", "build_parser", "format_list", "format_show"]
+
+PROG = "python -m theory"
+KINDS = ("paper", "exact", "bridge")
+
+
+def build_parser() -> CliParser:
+    """The parser of ``python -m theory`` (``predict`` is dispatched before parsing)."""
+    parser = CliParser(prog=PROG, description="Lemmas of the depth workbench: paper statements, "
+                       "exact random-init laws and the aligned bridge (shared/THEORY.md).")
+    commands = parser.add_subparsers(dest="command", metavar="{list,show,predict}", required=True,
+                                     parser_class=CliParser)
+    listing = commands.add_parser("list", help="one line per lemma: ID  SOURCE  statement",
+                                  description="One line per lemma: ID  SOURCE  statement.")
+    listing.add_argument("--kind", choices=KINDS, default=None, help="only lemmas of this kind")
+    show = commands.add_parser("show", help="one lemma in full", description="Statement (Unicode and "
+                               "LaTeX), assumptions, closed form, growth class, symbolic check, notes.")
+    show.add_argument("id", metavar="ID", help=f"lemma id, one of: {', '.join(LEMMAS)}")
+    show.add_argument("--ascii", action="store_true", help="ASCII art instead of Unicode")
+    show.add_argument("--no-check", action="store_true", help="skip running the symbolic check")
+    commands.add_parser("predict", add_help=False, help="per-layer numeric predictions for a setting "
+                        "(see: python -m theory predict --help)")
+    return parser
+
+
+def format_list(kind: str | None = None) -> str:
+    """``ID  SOURCE  statement`` lines, columns aligned, for all lemmas or one kind."""
+    chosen = [entry for entry in LEMMAS.values() if kind in (None, entry.kind)]
+    id_width = max(len(entry.id) for entry in chosen)
+    source_width = max(len(entry.source) for entry in chosen)
+    return "\n".join(f"{entry.id:<{id_width}}  {entry.source:<{source_width}}  {sp.sstr(entry.statement)}"
+                     for entry in chosen)
+
+
+def _indent(text: str) -> str:
+    return textwrap.indent(text, "    ")
+
+
+def _pretty(expr, unicode: bool) -> str:
+    return sp.pretty(expr, use_unicode=unicode, wrap_line=False)
+
+
+def _check_result(entry: Lemma, run: bool) -> str:
+    if entry.symbolic_check is None:
+        return "none"
+    if not run:
+        return "skipped (--no-check)"
+    what = " ".join((entry.symbolic_check.__doc__ or "").split())
+    try:
+        verdict = "passed (sympy)" if entry.symbolic_check() else "FAILED"
+    except Exception as error:  # a check that sympy cannot finish is reported, not raised
+        verdict = f"could not run: {type(error).__name__}: {error}"
+    return f"{verdict}{': ' + what if what else ''}"
+
+
+def format_show(entry: Lemma, *, unicode: bool = True, run_check: bool = True) -> str:
+    """The full description of one lemma, as ``show`` prints it."""
+    parts = [f"{entry.id}  [{entry.kind}]  {entry.source}", entry.title, "",
+             "Statement:", _indent(_pretty(entry.statement, unicode)),
+             "LaTeX:", _indent(sp.latex(entry.statement)),
+             "Assumptions:", _indent(textwrap.fill(entry.assumptions, 88))]
+    if entry.closed_form is not None:
+        parts += ["Closed form:", _indent(_pretty(entry.closed_form, unicode)),
+                  "Closed form (LaTeX):", _indent(sp.latex(entry.closed_form))]
+    else:
+        parts += ["Closed form: none"]
+    parts += [f"Growth (depth -> oo, derived): {entry.growth or 'n/a (no depth dependence)'}",
+              "Symbolic check:", _indent(textwrap.fill(_check_result(entry, run_check), 88))]
+    if entry.notes:
+        parts += ["Notes:", _indent(textwrap.fill(entry.notes, 88))]
+    if entry.related:
+        parts += [f"Related: {', '.join(entry.related)}"]
+    return "\n".join(parts)
+
+
+def _stdout_takes_unicode() -> bool:
+    try:
+        "σ₀≤∑".encode(sys.stdout.encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _emit(text: str) -> None:
+    """Print ``text``; a closed pipe (``| head``) ends quietly instead of with a traceback."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _run_predict(argv: Sequence[str]) -> int:
+    try:
+        from theory.predict import main as predict_main
+    except ModuleNotFoundError as error:
+        if error.name != "theory.predict":
+            raise
+        fail(f"{PROG} predict", "theory.predict is not available in this checkout", code=1)
+    return int(predict_main(list(argv)) or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "predict":
+        return _run_predict(argv[1:])
+    args = build_parser().parse_args(argv)
+    if args.command == "list":
+        _emit(format_list(args.kind))
+        return 0
+    if args.id not in LEMMAS:
+        fail(f"{PROG} show", f"unknown lemma id {args.id!r}; allowed ids: {', '.join(LEMMAS)}")
+    unicode = not args.ascii and _stdout_takes_unicode()
+    _emit(format_show(LEMMAS[args.id], unicode=unicode, run_check=not args.no_check))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

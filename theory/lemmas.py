@@ -1,0 +1,410 @@
+"""The lemma registry: every paper statement, exact law and bridge, by id.
+
+``LEMMAS`` maps the 19 ids of CONTRACT.md to frozen :class:`Lemma` records. Each
+carries its sympy statement, assumptions, closed form, the growth class derived here
+(as depth, or steps, go to infinity) and a symbolic check that sympy proves.
+
+>>> lemma("p2-thm-1").source
+'P2 Theorem 1'
+>>> lemma("exact-masked-linear").symbolic_check()
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import sympy as sp
+
+from theory import bounds as bd
+from theory import recursions as rc
+from theory.symbols import (
+    G, J_LN, L, T, alpha, alpha_attn, alpha_ffn, a, b, c, d, d_ff, eta, g, gate, h_vec, j, jac_dev, k, kappa, l,
+    lam, n, q, rho, s, sigma, sigma_0, sigma_L, sigma_V, sigma_next, t, u0_var,
+    v, v_attn, v_mlp, var_expert, var_moe, var_out, var_u, x, y,
+)
+
+__all__ = ["Lemma", "LEMMAS", "LEMMA_IDS", "lemma", "growth_class", "derive_growth"]
+
+
+@dataclass(frozen=True)
+class Lemma:
+    """One statement of the theory.
+
+    ``kind`` is "paper" (as a paper states it), "exact" (random-init law, equality in
+    expectation under ``assumptions``) or "bridge" (THEORY.md C). ``growth`` is the
+    class derived here (see :func:`derive_growth`), ``notes`` records findings, e.g.
+    where a paper statement is loose or wrong; ``related`` names lemmas it is
+    compared with.
+    """
+
+    id: str
+    source: str
+    kind: str
+    title: str
+    statement: sp.Basic
+    assumptions: str
+    closed_form: sp.Basic | None = None
+    symbolic_check: Callable[[], bool] | None = None
+    growth: str | None = None
+    notes: str = ""
+    related: tuple[str, ...] = ()
+
+
+def _zero(expr) -> bool:
+    return sp.simplify(expr) == 0
+
+
+def _nonnegative(expr) -> bool:
+    return bool(sp.simplify(expr).is_nonnegative)
+
+
+def _satisfies(closed, step, index=L, start=None) -> bool:
+    """closed(index+1) == step(closed(index)), and closed(0) == start when given."""
+    ok = _zero(closed.subs(index, index + 1) - step(closed))
+    return ok and (start is None or _zero(closed.subs(index, 0) - start))
+
+
+# -- symbolic checks ------------------------------------------------------------------
+def _check_p1_lemma_3_2() -> bool:
+    """The recursion's own growth c^2 L^2/4 lies strictly between Theta(L) and Theta(exp(L))."""
+    leading = bd.p1_lemma_3_2_growth()[2]
+    return sp.limit(leading / L, L, sp.oo) is sp.oo and sp.limit(leading / sp.exp(L), L, sp.oo) == 0
+
+
+def _check_p1_ln_jacobian() -> bool:
+    """Exact RMSNorm Jacobian (sympy, d = 3) = (g/rms)(I - h h^T/d): I/sigma up to a rank-one part."""
+    _, diff = rc.rmsnorm_jacobian(3)
+    return diff == sp.zeros(3, 3)
+
+
+def _check_p1_thm_3_3() -> bool:
+    """sum 1/sigma_l converges for sigma_l = exp(c l) (so M exists), diverges for c l/2 and sqrt(l)."""
+    ratio = sp.exp(-c * (l + 1)) / sp.exp(-c * l)  # ratio test on 1/sigma_l, sigma_l = exp(c l)
+    exp_ok = bool(sp.expand_log(sp.log(sp.limit(sp.simplify(ratio), l, sp.oo)), force=True).is_negative)
+    quad = sp.Sum(2 / l, (l, 1, sp.oo)).is_convergent()  # 1/sigma_l for sigma_l ~ c l/2, c factored out
+    preln = sp.Sum(1 / sp.sqrt(l), (l, 1, sp.oo)).is_convergent()
+    return bool(exp_ok) and not quad and not preln
+
+
+def _check_p1_lns() -> bool:
+    """The model's growth c^2 L is >= Theta(L) (tight) and o(L^(2-eps)) for 0 < eps < 1."""
+    leading = bd.p1_lns_growth()[1]
+    eps_in_01 = 1 / (1 + y)
+    lower = sp.limit(leading / L, L, sp.oo)
+    return bool(lower.is_positive and lower.is_finite) and sp.limit(leading / L ** (2 - eps_in_01), L, sp.oo) == 0
+
+
+def _check_p2_thm_1() -> bool:
+    """(1 + sqrt(alpha rho))^2 - (1 + alpha rho) = 2 sqrt(alpha rho) >= 0: the exact law is below."""
+    gap = sp.expand((1 + sp.sqrt(alpha * rho)) ** 2 - (1 + alpha * rho))
+    base = sp.simplify(bd.p2_thm_1_bound() / rc.masked_linear_variance()) ** (1 / L)  # per-layer ratio
+    per_layer_ok = _nonnegative(sp.powdenest(base, force=True) - 1)
+    return _zero(gap - 2 * sp.sqrt(alpha * rho)) and _nonnegative(gap) and per_layer_ok
+
+
+def _check_p2_thm_2() -> bool:
+    """Bound - exact two-branch gain (1 + alpha_attn rho)(1 + alpha_ffn rho) expands to terms >= 0."""
+    exact = (1 + alpha_attn * rho) * (1 + alpha_ffn * rho)
+    bound = bd.p2_thm_2().rhs / sigma**2
+    return _nonnegative(sp.expand(bound - exact))
+
+
+def _check_weight_decay() -> bool:
+    """Exact law solves the recursion and is below P2 Thm 3 for 0 < eta lam <= 1 (1-(1-x)^2 >= x)."""
+    exact = rc.weight_decay_variance()
+    solves = _satisfies(exact, rc.weight_decay_step, index=t, start=u0_var)
+    key = _zero(sp.factor(1 - (1 - x) ** 2 - x) - x * (1 - x))  # 1-(1-x)^2 >= x on (0,1]
+    gap = (bd.p2_thm_3_bound() - exact).subs(eta, (1 / (1 + y)) / lam)
+    return solves and key and _nonnegative(gap)
+
+
+def _check_p2_thm_4() -> bool:
+    """sum_{i<=T} sigma_V^2/T^2 = sigma_V^2/T (variance of a uniform average)."""
+    i = sp.Symbol("i", integer=True, positive=True)
+    return _zero(sp.summation(sigma_V**2 / T**2, (i, 1, T)) - bd.p2_thm_4().rhs)
+
+
+def _check_p2_thm_5() -> bool:
+    """sum_{i<=k} (1/k)^2 = 1/k (uniform gates)."""
+    return _zero(rc.moe_uniform_gate_factor() * var_expert - bd.p2_thm_5().rhs)
+
+
+def _check_p2_gqa() -> bool:
+    """Under P2's idealisation (average of G independent heads): sigma_V^2/(G n)."""
+    i = sp.Symbol("i", integer=True, positive=True)
+    return _zero(sp.summation(sigma_V**2 / n / G**2, (i, 1, G)) - bd.p2_gqa().rhs)
+
+
+def _check_masked_linear() -> bool:
+    """Closed form solves r -> (1 + alpha rho) r and lies below P2 Theorem 1."""
+    closed = rc.masked_linear_variance()
+    return _satisfies(closed, rc.masked_linear_step, start=sigma_0**2) and _check_p2_thm_1()
+
+
+def _check_preln() -> bool:
+    """Closed form solves the additive recursion; E[relu(z)^2] = q/2 by sympy integration."""
+    z = sp.Symbol("z", real=True)
+    relu_moment = sp.integrate(z**2 * sp.exp(-z**2 / (2 * q)) / sp.sqrt(2 * sp.pi * q), (z, 0, sp.oo))
+    solves = _satisfies(rc.preln_variance(), lambda prev: prev + v_attn + v_mlp, start=sigma_0**2)
+    relu_ok = _zero(rc.relu_mlp_increment() - d_ff * s**2 * relu_moment.subs(q, alpha * g**2))
+    return solves and relu_ok
+
+
+def _check_lns() -> bool:
+    """Increments c/l sum to c H_L = Theta(log L); SwiGLU: l^2 v_mlp -> d_ff s^2 alpha^2/4, sum 1/l^2 < oo."""
+    closed = rc.lns_variance()
+    steps = _zero(sp.expand_func(closed.subs(L, L + 1) - closed) - c / (L + 1))
+    swiglu = _zero(rc.lns_swiglu_mlp_limit() - d_ff * s**2 * alpha**2 / 4)
+    converges = sp.Sum(1 / l**2, (l, 1, sp.oo)).is_convergent()
+    return steps and swiglu and bool(converges) and bd.classify_growth(closed) == "Theta(log L)"
+
+
+def _check_moe() -> bool:
+    """k = 4: sum g^2 - 1/k = sum (g - 1/k)^2 and 1 - sum g^2 = 2 sum_{i<j} g_i g_j; uniform = 1/k."""
+    gates = sp.symbols("g1:4", nonnegative=True)
+    last = 1 - sum(gates)  # k = 4 gates summing to one
+    all_gates = list(gates) + [last]
+    factor = rc.moe_gate_factor(all_gates)
+    lower = _zero(factor - sp.Rational(1, 4) - sum((gi - sp.Rational(1, 4)) ** 2 for gi in all_gates))
+    upper = _zero(1 - factor - 2 * sum(all_gates[p] * all_gates[r] for p in range(4) for r in range(p + 1, 4)))
+    return lower and upper and _zero(rc.moe_uniform_gate_factor() - 1 / k)
+
+
+def _check_gqa_init() -> bool:
+    """d(variance)/dG = 0."""
+    return _zero(sp.diff(rc.gqa_attention_increment(), G))
+
+
+def _check_causal() -> bool:
+    """H_T/T = 1 at T = 1 and H_T/T ~ log(T)/T."""
+    factor = rc.causal_uniform_attention_factor()
+    at_one = _zero(factor.subs(T, 1) - 1)
+    log_ratio = sp.limit(factor * T / sp.log(T), T, sp.oo)
+    return at_one and log_ratio == 1
+
+
+def _check_jacobian() -> bool:
+    """Exact norm Jacobian; Pre-LN sqrt(l) Delta_l -> kappa/sqrt(v); LNS sqrt(l log l) Delta_l ->
+    kappa/sqrt(c); linear Pre-LN e2e gain^2 telescopes to sigma_L^2/sigma_0^2."""
+    pre = sp.limit(rc.preln_jacobian_deviation() * sp.sqrt(l), l, sp.oo)
+    lns = sp.limit(rc.lns_jacobian_deviation() * sp.sqrt(l * sp.log(l)), l, sp.oo)
+    gain = _zero(rc.preln_linear_e2e_gain_sq() - (sigma_0**2 + alpha * L) / sigma_0**2)
+    return _check_p1_ln_jacobian() and _zero(pre - kappa / sp.sqrt(v)) and _zero(lns - kappa / sp.sqrt(c)) and gain
+
+
+def _check_bridge() -> bool:
+    """Closed forms of the three regimes solve the step; P1's step = aligned step (a = c/2) - c^2/4."""
+    step = lambda prev: rc.bridge_step(sp.sqrt(prev)).subs(b, 0)  # noqa: E731 - b = 0 regime
+    aligned = rc.bridge_variance("aligned")
+    random = rc.bridge_variance("random")
+    prop = rc.bridge_variance("proportional")
+    ok = _satisfies(aligned, step, start=sigma_0**2)
+    ok &= _satisfies(random, lambda prev: rc.bridge_step(sp.sqrt(prev), aligned=0), start=sigma_0**2)
+    ok &= _satisfies(prop, lambda prev: rc.bridge_step(sp.sqrt(prev), aligned=kappa * sp.sqrt(prev)), start=sigma_0**2)
+    # P1 Lemma 3.2's step is the aligned bridge with a = c/2, less a constant c^2/4
+    p1_gap = sp.expand(rc.bridge_step(sigma, c / 2, 0) - bd.p1_lemma_3_2_step(sigma**2))
+    return bool(ok) and _zero(p1_gap - c**2 / 4)
+
+
+# -- growth derivations -----------------------------------------------------------------
+def _jac_growth(expr):
+    return bd.classify_growth(expr.subs(l, L), L)
+
+
+_DERIVATIONS: dict[str, Callable[[], str | None]] = {
+    "p1-lemma-3.2": lambda: bd.p1_lemma_3_2_growth()[3],
+    "p1-thm-3.3": lambda: "O(1)" if _check_p1_thm_3_3() else None,
+    "p1-lns": lambda: bd.p1_lns_growth()[2],
+    "p2-thm-1": lambda: bd.classify_growth(bd.p2_thm_1_bound()),
+    "p2-thm-2": lambda: bd.classify_growth((bd.p2_thm_2().rhs / sigma**2) ** L),
+    "p2-thm-3": lambda: bd.classify_growth(bd.p2_thm_3_bound().subs({t: L, eta: 1 / (2 * lam)})),
+    "exact-masked-linear": lambda: bd.classify_growth(rc.masked_linear_variance()),
+    "exact-weight-decay": lambda: bd.classify_growth(rc.weight_decay_variance().subs({t: L, eta: 1 / (2 * lam)})),
+    "exact-preln-init": lambda: bd.classify_growth(rc.preln_variance()),
+    "exact-lns-init": lambda: bd.classify_growth(rc.lns_variance()),
+    "exact-jacobian-init": lambda: _jac_growth(rc.preln_jacobian_deviation()),
+    "bridge-aligned": lambda: bd.classify_growth(rc.bridge_variance("aligned").subs(a, sp.Symbol("a", positive=True))),
+}
+
+
+def derive_growth(lemma_id: str) -> str | None:
+    """Derive the growth class of a lemma with sympy (slow: limits); ``None`` if depth-free.
+
+    Examples
+    --------
+    >>> derive_growth("p1-lemma-3.2")
+    'Theta(L^2)'
+    """
+    lemma(lemma_id)
+    derivation = _DERIVATIONS.get(lemma_id)
+    return derivation() if derivation else None
+
+
+def growth_class(lemma_id: str) -> str | None:
+    """The growth class recorded for a lemma (tests check it equals :func:`derive_growth`).
+
+    Examples
+    --------
+    >>> growth_class("exact-lns-init")
+    'Theta(log L)'
+    """
+    return lemma(lemma_id).growth
+
+
+_EXACT_INIT = ("random init: weights i.i.d. N(0, s^2), zero-mean, independent of the stream, the masks and "
+               "each other; no biases; RMSNorm output with ||h||^2 = d g_l^2 exactly (no epsilon)")
+
+
+def _build() -> dict[str, Lemma]:
+    entries = [
+        Lemma("p1-lemma-3.2", "P1 Lemma 3.2", "paper", "Pre-LN variance recursion and its bounds",
+              bd.p1_lemma_3_2(), "Pre-LN; P1's Theta(1 + 1/sigma_l) read as 1 + c/sigma_l, c > 0 constant",
+              None, _check_p1_lemma_3_2, "Theta(L^2)",
+              "Finding (derived here): x -> x + c sqrt(x) gives sqrt(x_l+1) - sqrt(x_l) -> c/2, so "
+              "sigma_L^2 ~ c^2 L^2/4 (float64 iteration from sigma_0^2 = 1 to L = 1e6: slope d log x/d log L "
+              "= 2.0000 on 1e5..1e6, x_L/L^2 = c^2/4 within 2e-5 relative, for c = 0.5, 1, 2). "
+              "The recursion never reaches the Theta(exp(L)) upper bound, and "
+              "its Theta(L) lower bound is not tight either; exp(L) needs a per-layer factor bounded away from "
+              "1 (the Theta constant > 1), not the 1/sigma_l term. Pre-LN at random init is Theta(L) "
+              "(exact-preln-init): its per-layer factor is 1 + v/sigma_l^2, not 1 + c/sigma_l.",
+              ("exact-preln-init", "bridge-aligned")),
+        Lemma("p1-ln-jacobian", "P1 Section 3 (LN Jacobian)", "paper", "LayerNorm Jacobian ~ I/sigma",
+              bd.p1_ln_jacobian(), "LN/RMSNorm at input std sigma_x; '~' up to lower-order terms",
+              sp.Eq(J_LN, g / sigma * (sp.Identity(d) - h_vec * h_vec.T / d)),
+              _check_p1_ln_jacobian, None,
+              "Exact (derived here): (g_l/rms(x)) (I - h h^T/d) with h = x/rms(x); the '~ I/sigma' drops a "
+              "rank-one projection, so ||dLN/dx||_F^2 = (d-1) g^2/sigma^2, not d g^2/sigma^2.",
+              ("exact-jacobian-init",)),
+        Lemma("p1-thm-3.3", "P1 Theorem 3.3 (= P2 Lemma 1)", "paper", "Deep blocks tend to identity",
+              bd.p1_thm_3_3(), "exponential variance growth sigma_l ~ exp(c l); ||J_l|| <= 1 + C/sigma_l",
+              None, _check_p1_thm_3_3, "O(1)",
+              "Holds under its hypothesis (sum_l 1/sigma_l < oo). The hypothesis fails for P1's own recursion "
+              "(Theta(L^2): sum 2/(c l) diverges) and at random init (Pre-LN sigma_l ~ sqrt(l)): there the "
+              "mean-square end-to-end gain of a linear Pre-LN stack is sigma_L^2/sigma_0^2 = 1 + alpha L/sigma_0^2, "
+              "unbounded (omega(1)) although each block tends to the identity.",
+              ("exact-jacobian-init",)),
+        Lemma("p1-lns", "P1 Section 4 (LayerNorm Scaling)", "paper", "LNS variance bounds",
+              bd.p1_lns(), "LNS: norm output times 1/sqrt(l); modelled (THEORY.md A.4, not P1's text) as "
+              "sigma_{l+1}^2 = sigma_l^2 (1 + c/(sigma_l sqrt(l)))", None, _check_p1_lns, "Theta(L)",
+              "Derived here: the model gives sigma_L^2 ~ c^2 L (iteration to L = 1e6: x_L/(c^2 L) = 1.002, "
+              "1.000, 0.999 and slope 0.998, 1.000, 1.001 on 1e5..1e6 for c = 0.5, 1, 2): "
+              "P1's lower bound Theta(L) is the tight one, L^(2-eps) is loose. At random init LNS is "
+              "Theta(log L) (exact-lns-init), which violates P1's lower bound Theta(L).",
+              ("exact-lns-init",)),
+        Lemma("p2-thm-1", "P2 Theorem 1", "paper", "Masked linear residual: variance bound",
+              bd.p2_thm_1(), "r_{l+1} = r_l + D_l W_l r_l, W_l independent of (r_l, D_l), rho the mask's "
+              "second-moment retention; written with homogeneous alpha, rho", bd.p2_thm_1_bound(),
+              _check_p2_thm_1, "Theta(exp(L))",
+              "Never tight for alpha*rho > 0: the exact gain is 1 + alpha rho (exact-masked-linear), the bound's "
+              "(1 + sqrt(alpha rho))^2 exceeds it by 2 sqrt(alpha rho); at alpha = rho = 1 the bound is 4^L "
+              "against the exact 2^L.", ("exact-masked-linear",)),
+        Lemma("p2-thm-2", "P2 Theorem 2", "paper", "Attention + FFN with a common mask: per-branch gains",
+              bd.p2_thm_2(), "no norm; one mask D_l shared by both branches; alpha_attn, alpha_ffn the branches' "
+              "second-moment gains", None, _check_p2_thm_2, "Theta(exp(L))",
+              "At random init with zero-mean output weights the cross terms vanish and the exact gain is "
+              "(1 + alpha_attn rho)(1 + alpha_ffn rho) (derived here), below the bound by the same 2 sqrt terms.",
+              ("exact-masked-linear",)),
+        Lemma("p2-thm-3", "P2 Theorem 3", "paper", "Decoupled weight decay bounds parameter variance",
+              bd.p2_thm_3(), "u_{t+1} = (1 - eta lam) u_t - eta g_t, g_t zero-mean, variance sigma_G^2, "
+              "independent of u_t; 0 < eta lam <= 1", bd.p2_thm_3_bound(), _check_weight_decay, "O(1)",
+              "True (proved here from the exact law). Tight only at eta lam = 1: the exact steady state is "
+              "eta sigma_G^2/(lam (2 - eta lam)), so for the usual small eta lam the bound is about 2x the "
+              "variance. Growth is in steps t, not depth.", ("exact-weight-decay",)),
+        Lemma("p2-thm-4", "P2 Theorem 4", "paper", "Uniform attention averages T values",
+              bd.p2_thm_4(), "uniform, non-causal attention over T zero-mean independent values of variance "
+              "sigma_V^2", None, _check_p2_thm_4, None,
+              "With a causal mask (every LLM here) query t averages t values: the mean is sigma_V^2 H_T/T, "
+              "larger than sigma_V^2/T by H_T ~ log T (exact-causal-attention).", ("exact-causal-attention",)),
+        Lemma("p2-thm-5", "P2 Theorem 5", "paper", "Top-k MoE divides variance by k",
+              bd.p2_thm_5(), "uniform gates 1/k; independent zero-mean experts; locally constant routing "
+              "(for the Jacobian)", None, _check_p2_thm_5, None,
+              "Exact for uniform gates; softmax gates over the top-k give E[sum g_i^2] in [1/k, 1] "
+              "(exact-moe), so 1/k is the best case.", ("exact-moe",)),
+        Lemma("p2-gqa", "P2 Section 3.2.2 (GQA/MQA)", "paper", "GQA output variance ~ sigma_V^2/(G n)",
+              bd.p2_gqa(), "uniform attention over n values; the G heads of a group averaged and treated as "
+              "independent", None, _check_p2_gqa, None,
+              "Not at init: heads are summed through independent blocks of W_O, not averaged, so the output "
+              "variance equals MHA's and does not depend on G (exact-gqa-init).", ("exact-gqa-init",)),
+        Lemma("exact-masked-linear", "derived here (exact version of P2 Theorem 1)", "exact",
+              "Masked linear residual: exact variance",
+              sp.Eq(sigma_L**2, rc.masked_linear_variance()), _EXACT_INIT + "; D_l = diag(Bernoulli(rho)), no "
+              "1/rho rescaling; alpha = d s^2", rc.masked_linear_variance(), _check_masked_linear,
+              "Theta(exp(L))", "Exponential with rate log(1 + alpha rho), below P2 Theorem 1's "
+              "2 log(1 + sqrt(alpha rho)).", ("p2-thm-1",)),
+        Lemma("exact-weight-decay", "derived here (exact version of P2 Theorem 3)", "exact",
+              "Weight-decay process: exact variance", sp.Eq(var_u, rc.weight_decay_variance()),
+              "g_t zero-mean, variance sigma_G^2, independent of u_t and each other; 0 < eta lam <= 1",
+              rc.weight_decay_variance(), _check_weight_decay, "O(1)",
+              "Converges to eta^2 sigma_G^2/(1 - (1 - eta lam)^2) = eta sigma_G^2/(lam (2 - eta lam)).",
+              ("p2-thm-3",)),
+        Lemma("exact-preln-init", "derived here", "exact", "Pre-LN at init: additive variance",
+              sp.Eq(sigma_L**2, rc.preln_variance()), _EXACT_INIT + "; increments v_attn, v_mlp do not depend "
+              "on sigma_l (ReLU MLP: v_mlp = d_ff s^2 alpha g^2/2)", rc.preln_variance(), _check_preln,
+              "Theta(L)", "Linear, not exponential: the norm output has unit variance whatever sigma_l is.",
+              ("p1-lemma-3.2",)),
+        Lemma("exact-lns-init", "derived here", "exact", "LNS at init: harmonic variance",
+              sp.Eq(sigma_L**2, rc.lns_variance()), _EXACT_INIT + "; g_l = 1/sqrt(l); increments homogeneous "
+              "of degree 2 in g_l (linear, ReLU, uniform attention), c = the increment at g = 1",
+              rc.lns_variance(), _check_lns, "Theta(log L)",
+              "SwiGLU's MLP increment is ~ d_ff s^2 alpha^2/(4 l^2) for l >> alpha (any alpha, not only small "
+              "alpha), so an MLP-only SwiGLU LNS stack converges; attention keeps the log: its increment "
+              "alpha^2 g_l^2 (c_tok + (1 - c_tok) E[sum a^2]) lies between alpha^2/(T l) and alpha^2/l, and "
+              "softmax rows tend to uniform as g_l -> 0 (scores scale like g_l^2), so c is then the "
+              "uniform-attention constant, not the g = 1 one.", ("p1-lns",)),
+        Lemma("exact-moe", "derived here (exact version of P2 Theorem 5)", "exact",
+              "MoE: variance factor sum of squared gates",
+              sp.Eq(var_moe, var_expert * sp.Sum(gate(j) ** 2, (j, 1, k))),
+              "experts independent, zero-mean, independent of the gates; gates >= 0 summing to 1",
+              var_expert / k, _check_moe, None,
+              "sum g_i^2 lies in [1/k, 1]; = 1/k iff the gates are uniform (closed form shown). Softmax gates "
+              "over the top-k logits give E[sum g_i^2] > 1/k (computed numerically by theory.predict). The "
+              "same factor holds for the Jacobian only with locally constant routing (gate derivatives "
+              "dropped).", ("p2-thm-5",)),
+        Lemma("exact-gqa-init", "derived here", "exact", "GQA at init: variance independent of G",
+              sp.Eq(var_out, rc.gqa_attention_increment()), _EXACT_INIT + "; each head its own block of W_O; "
+              "A_2 = E[sum_j a_j^2] of one attention row", rc.gqa_attention_increment(), _check_gqa_init, None,
+              "No 1/G: contradicts P2's sigma_V^2/(G n) at init.", ("p2-gqa",)),
+        Lemma("exact-causal-attention", "derived here", "exact", "Causal uniform attention: H_T/T",
+              sp.Eq(var_out, sigma_V**2 * rc.causal_uniform_attention_factor()),
+              "uniform causal attention a_tj = 1/t (j <= t), independent zero-mean values of variance sigma_V^2; "
+              "averaged over query positions t = 1..T",
+              sigma_V**2 * rc.causal_uniform_attention_factor(), _check_causal, None,
+              "H_T/T ~ log(T)/T, a factor H_T above P2 Theorem 4's 1/T.", ("p2-thm-4",)),
+        Lemma("exact-jacobian-init", "derived here", "exact", "Block Jacobian deviation ~ g_l/sigma_l",
+              sp.Eq(jac_dev, rc.jacobian_deviation()), _EXACT_INIT + "; kappa = ||df/dh||_F/sqrt(d) at unit "
+              "input (linear: sqrt(alpha (d-1)/d)); exact for linear, leading order for degree-1 sublayers",
+              rc.preln_jacobian_deviation(), _check_jacobian, "Theta(L^(-1/2))",
+              "Pre-LN: kappa/sqrt(sigma_0^2 + v (l-1)) = Theta(l^-1/2); LNS: Theta(1/sqrt(l log l)); SwiGLU under "
+              "LNS has kappa ~ g_l, one more 1/sqrt(l). Linear Pre-LN end-to-end gain^2 = sigma_L^2/sigma_0^2.",
+              ("p1-ln-jacobian", "p1-thm-3.3")),
+        Lemma("bridge-aligned", "derived here (THEORY.md C)", "bridge", "Aligned + independent sublayer output",
+              sp.Eq(sigma_next**2, rc.bridge_step()), "f = a x/sigma_l + b xi, xi zero-mean, unit variance, "
+              "independent of x; a, b constant unless stated", rc.bridge_variance("aligned"), _check_bridge,
+              "Theta(L^2)",
+              "a = 0: sigma_0^2 + L b^2 (linear, random init); a > 0 constant: (sigma_0 + L a)^2 + O(L b^2), "
+              "quadratic; a = kappa sigma_l: exponential (1 + kappa)^(2L). P1 Lemma 3.2's step equals the "
+              "aligned step with a = c/2 minus c^2/4, hence its quadratic growth.", ("p1-lemma-3.2",)),
+    ]
+    return {entry.id: entry for entry in entries}
+
+
+LEMMAS: dict[str, Lemma] = _build()
+LEMMA_IDS: tuple[str, ...] = tuple(LEMMAS)
+
+
+def lemma(lemma_id: str) -> Lemma:
+    """Look a lemma up by id; an unknown id raises ``KeyError`` naming the valid ids.
+
+    Examples
+    --------
+    >>> lemma("nope")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    KeyError: "unknown lemma id 'nope'; valid ids: p1-lemma-3.2, ...
+    """
+    try:
+        return LEMMAS[lemma_id]
+    except KeyError:
+        raise KeyError(f"unknown lemma id {lemma_id!r}; valid ids: {', '.join(LEMMAS)}") from None
