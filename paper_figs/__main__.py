@@ -1,0 +1,41 @@
+"""``python -m paper_figs [--quick] [--only NAME ...] [--out DIR]``: build the paper figures."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from theory.cli import CliParser, fail
+
+from paper_figs import FIGURES
+from paper_figs.style import DEFAULT_OUT_DIR
+
+__all__ = ["main"]
+
+PROG = "python -m paper_figs"
+
+
+def main(argv=None) -> int:
+    """Build the selected figures; exit 2 with one line on stderr for an unknown name."""
+    parser = CliParser(prog=PROG, description="Build the paper figures (PNG and PDF).")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: seconds per figure on a CPU")
+    parser.add_argument("--only", action="append", metavar="NAME", help="build only this figure (repeatable)")
+    parser.add_argument("--out", default=str(DEFAULT_OUT_DIR), help=f"output directory (default {DEFAULT_OUT_DIR})")
+    args = parser.parse_args(argv)
+    names = list(FIGURES) if args.only is None else [n for word in args.only for n in word.split(",") if n]
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        fail(PROG, f"unknown figure {unknown[0]!r}; known: {' '.join(FIGURES)}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        fail(PROG, f"--out {out} exists and is not a directory")
+    for name in names:
+        started = time.perf_counter()
+        paths = FIGURES[name](out, args.quick)
+        print(f"{name}: {', '.join(str(p) for p in paths)} ({time.perf_counter() - started:.1f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Growth regimes: the aligned bridge of THEORY.md C and P2's weight-decay process.
+
+The bridge ``sigma_{l+1}^2 = (sigma_l + a)^2 + b^2`` (``theory.recursions.bridge_step``)
+is linear in depth for ``a = 0``, quadratic for ``b = 0`` and exponential only when
+``a`` grows like ``sigma_l``. The map shows the local growth exponent
+``p = d log(sigma_L^2 - sigma_0^2) / d log L`` over ``(a, b)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+
+from theory.setting import Setting
+
+from paper_figs.style import LAW_LINESTYLE, mc_sizes, new_figure, place_legend, profile_panel, save_figure
+
+__all__ = ["bridge_growth_exponent", "regime_map", "weight_decay"]
+
+
+def bridge_growth_exponent(aligned, independent, depth: int, sigma0: float = 1.0) -> np.ndarray:
+    """Local exponent of ``sigma_L^2 - sigma_0^2`` in ``L`` at ``L = depth`` for the bridge.
+
+    Iterates ``theory.recursions.bridge_step`` numerically (vectorised over the grid)
+    and takes the log-log slope between ``depth/2`` and ``depth``.
+
+    >>> bridge_growth_exponent(np.array([0.0, 1.0]), np.array([1.0, 0.0]), 1000).round(2).tolist()
+    [1.0, 2.0]
+    """
+    from theory import recursions, symbols
+
+    step = sp.lambdify((symbols.sigma, symbols.a, symbols.b), recursions.bridge_step(), "numpy")
+    a, b = np.broadcast_arrays(np.asarray(aligned, float), np.asarray(independent, float))
+    std = np.full(a.shape, float(sigma0))
+    half = None
+    for layer in range(1, depth + 1):
+        std = np.sqrt(step(std, a, b))
+        if layer == depth // 2:
+            half = std**2 - sigma0**2
+    return np.log((std**2 - sigma0**2) / half) / math.log(depth / (depth // 2))
+
+
+def regime_map(out_dir, quick: bool = False):
+    """Left: growth exponent over (a, b); right: the regimes measured against theory."""
+    size = mc_sizes(quick)
+    depth_map = 1000 if quick else 10000
+    grid = np.logspace(-2, 1, 31 if quick else 121)
+    aligned, independent = np.meshgrid(grid, grid)
+    exponent = bridge_growth_exponent(aligned, independent, depth_map)
+    fig, axes = new_figure(ncols=2, width=4.8, height=3.3)
+    ax = axes[0][0]
+    mesh = ax.pcolormesh(grid, grid, exponent, shading="auto", cmap="viridis", vmin=1, vmax=2)
+    ax.grid(False)
+    ax.contour(grid, grid, exponent, levels=[1.5], colors="white", linewidths=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("aligned strength a (per sublayer)")
+    ax.set_ylabel("independent std b (per sublayer)")
+    ax.set_title(f"growth exponent p of sigma_L^2 - sigma_0^2 ~ L^p at L={depth_map}\n"
+                 "(1 = linear, 2 = quadratic; white: p = 1.5)", fontsize=7)
+    fig.colorbar(mesh, ax=ax, label="local exponent p")
+    ax = axes[0][1]
+    base = Setting(block="linear", width=size.width, tokens=size.tokens, depth=size.depth)
+    cases = (("pre, a=0: linear", base.replace(scheme="pre")),
+             ("pre, a=1, b~0: quadratic", base.replace(scheme="pre", alignment=1.0, init_std=1e-4)),
+             ("pre, a=1, b=1", base.replace(scheme="pre", alignment=1.0)),
+             ("no norm, alpha=0.5: exponential", base.replace(scheme="none", init_std=math.sqrt(0.5 / size.width))))
+    for label, setting in cases:
+        profile_panel(ax, setting, "var", samples=size.samples, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("layer l")
+    ax.set_ylabel("stream variance sigma_l^2")
+    ax.set_title(f"linear block, d={size.width}, T={size.tokens}: MC vs theory", fontsize=7)
+    place_legend(ax)
+    return save_figure(fig, out_dir, f"regime_map_L{depth_map}_d{size.width}")
+
+
+def weight_decay(out_dir, quick: bool = False):
+    """P2 Theorem 3: Var(u_t) of decoupled weight decay with gradient noise, vs exact law and bound."""
+    import simulate
+    import theory
+
+    steps = 200 if quick else 3000
+    groups = 16 if quick else 256  # groups of `width` chains each
+    fig, axes = new_figure(width=6.8, height=3.4)
+    ax = axes[0][0]
+    for lr, lam, noise in ((0.01, 0.1, 1.0), (0.1, 1.0, 1.0), (0.5, 1.0, 1.0)):
+        setting = Setting(lr=lr, weight_decay=lam, grad_noise_std=noise)
+        table = simulate.weight_decay_process(setting, samples=groups, seed=0, steps=steps)
+        table = table[table["metric"] == "var"].sort_values("layer")
+        label = f"eta={lr:g}, lambda={lam:g}, sigma_G={noise:g}"
+        (line,) = ax.plot(table["layer"], table["mean"], linewidth=0.8,
+                          label=f"{label} (MC, {groups}x{setting.width} chains)")
+        ax.fill_between(table["layer"], table["ci_low"], table["ci_high"], color=line.get_color(), alpha=0.25)
+        args = dict(steps=int(table["layer"].max()), lr=lr, weight_decay=lam, grad_noise_std=noise,
+                    init_var=setting.resolved_init_std**2)
+        t = np.arange(args["steps"] + 1)
+        ax.plot(t, theory.weight_decay_variance(**args), color=line.get_color(), linestyle=LAW_LINESTYLE["exact"],
+                linewidth=1.2, alpha=0.7, label=f"{label}: exact-weight-decay (exact)")
+        ax.plot(t, theory.weight_decay_bound(**args), color=line.get_color(), linestyle=LAW_LINESTYLE["upper"],
+                linewidth=1.2, label=f"{label}: p2-thm-3 (upper)")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("training step t")
+    ax.set_ylabel("Var(u_t) of one weight")
+    ax.set_title("decoupled weight decay u_{t+1} = (1 - eta lambda) u_t - eta g_t", fontsize=7)
+    place_legend(ax)
+    return save_figure(fig, out_dir, f"weight_decay_process_T{steps}")

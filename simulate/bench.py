@@ -1,0 +1,438 @@
+"""``python -m simulate bench``: this simulator against a naive one, and what each technique buys.
+
+Each row runs one setting through :func:`simulate.simulate` ("ours") and, where the
+row says so, through :func:`simulate.naive.naive_simulate` (an nn.Module stack run one
+sample after another), checks that both give the same statistics within Monte-Carlo
+error (z-score of the final-layer ``var`` and ``angular``), and records
+
+=====================  =============================================================
+setting                row name: preset, width, tokens, depth, samples, variant
+device                 cpu or cuda
+ours_s, naive_s        wall-clock seconds of one run (device synchronised)
+speedup                naive_s / ours_s
+layer_samples_per_s    samples * depth / ours_s
+tflops                 dense-equivalent model matmul flops / ours_s, in TFLOP/s (the
+                       implicit product skips work, so this can beat the peak)
+peak_fraction          tflops / a square-matmul peak measured in the same run
+peak_mem_mb            GPU: torch.cuda.max_memory_allocated; CPU: growth of the
+                       resident set during the run (sampled every 2 ms)
+=====================  =============================================================
+
+in ``DIR/bench.csv`` (written atomically) and the statistical checks in
+``DIR/bench_checks.csv``. ``--quick`` shrinks everything to seconds (the CI smoke test);
+``--ablate`` adds rows that switch one technique at a time: batched samples (vs one
+``simulate`` call per sample), the implicit Gaussian product (``weights=dense``,
+``implicit``, ``auto``), JVP probes for ``jac_dev`` (their cost over a var-only run;
+a full Jacobian would take T*d JVPs per block), and ``torch.compile``/CUDA graphs where
+``simulate.simulate`` offers a keyword for them. Nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import resource
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from theory.cli import CliParser, fail
+from theory.setting import Setting, SettingError
+
+__all__ = ["COLUMNS", "EXTRA_COLUMNS", "CHECK_COLUMNS", "Case", "cases", "run_cases", "main"]
+
+PROG = "python -m simulate bench"
+COLUMNS = ["setting", "device", "ours_s", "naive_s", "speedup", "layer_samples_per_s", "tflops",
+           "peak_fraction", "peak_mem_mb"]
+# Printed, not written: process CPU seconds (all threads; on a shared machine closer to the
+# time on an idle core than wall-clock), and why a row was skipped.
+EXTRA_COLUMNS = ["ours_cpu_s", "naive_cpu_s", "note"]
+CHECK_COLUMNS = ["setting", "metric", "layer", "ours_mean", "ours_sem", "reference_mean", "reference_sem", "z"]
+CHECK_METRICS = ("var", "angular")
+Z_FAIL = 5.0  # |z| above this on a check: exit code 1 (after the files are written)
+
+
+@dataclass
+class Case:
+    """One bench row: a setting, how ours runs it, and whether the naive simulator runs too.
+
+    ``reference`` names an earlier row whose statistics this row's are checked against
+    (besides the naive run). ``tf32`` sets TF32 matmuls for the row (CUDA), None = leave.
+    """
+
+    name: str
+    setting: Setting
+    samples: int
+    kwargs: dict = field(default_factory=dict)
+    naive: bool = False
+    reference: str | None = None
+    looped: bool = False  # one simulate call per sample (the batched-samples ablation)
+    tf32: bool | None = None
+    metrics: tuple[str, ...] = CHECK_METRICS
+
+
+def _label(setting: Setting, samples: int, variant: str = "") -> str:
+    name = f"llama-w{setting.width}-T{setting.tokens}-L{setting.depth}-S{samples}"
+    return f"{name}:{variant}" if variant else name
+
+
+def cases(device: str, quick: bool, ablate: bool) -> list[Case]:
+    """The bench rows for ``device`` ('cpu'/'cuda').
+
+    >>> [c.name for c in cases("cpu", quick=True, ablate=False)]
+    ['llama-w64-T16-L4-S4']
+    >>> names = [c.name for c in cases("cuda", quick=False, ablate=True)]
+    >>> len(names) == len(set(names)), names[0]
+    (True, 'llama-w4096-T1024-L10000-S1:tf32')
+    """
+    if quick:
+        small, samples = Setting.preset("llama", width=64, heads=4, tokens=16, depth=4), 4
+    else:
+        small, samples = Setting.preset("llama", width=512, heads=4, tokens=64, depth=96), 8
+    base = Case(_label(small, samples), small, samples, naive=True)
+    rows = [base]
+    if device == "cuda" and not quick:
+        rows = _gpu_cases(base)
+    elif device == "cuda":
+        rows.append(Case(_label(small, samples, "tf32"), small, samples, tf32=True, reference=base.name))
+    if ablate:
+        names = {row.name for row in rows}
+        rows += [row for row in _ablation_cases(_base_of(rows, base))
+                 if row.name not in names]
+    return rows
+
+
+def _base_of(rows: list[Case], base: Case) -> Case:
+    """The row compared with the naive simulator (the ablations' reference)."""
+    return next((row for row in rows if row.naive), base)
+
+
+def _gpu_cases(base: Case) -> list[Case]:
+    """Depth 10000 at width 4096 (target <= 15 s, TF32), base vs naive, precision, weights, memory."""
+    big = Setting.preset("llama", width=4096, heads=32, tokens=1024, depth=10000)
+    mid = big.replace(depth=100)
+    small, samples = base.setting, base.samples
+    return [
+        Case(_label(big, 1, "tf32"), big, 1, tf32=True, metrics=("var",)),
+        Case(base.name, small, samples, naive=True, tf32=False),
+        Case(_label(small, samples, "tf32"), small, samples, tf32=True, reference=base.name),
+        Case(_label(small, samples, "bf16"), small, samples, kwargs={"dtype": "bfloat16"}, reference=base.name),
+        Case(_label(mid, 1, "dense"), mid, 1, kwargs={"weights": "dense"}, tf32=True, metrics=("var",)),
+        Case(_label(mid, 1, "implicit"), mid, 1, kwargs={"weights": "implicit"}, tf32=True, metrics=("var",)),
+        Case(_label(mid, 1, "auto"), mid, 1, kwargs={"weights": "auto"}, tf32=True, metrics=("var",)),
+        Case(_label(small, samples, "dense"), small, samples, kwargs={"weights": "dense"}, tf32=True),
+        Case(_label(small, samples, "implicit"), small, samples, kwargs={"weights": "implicit"}, tf32=True),
+    ]
+
+
+def _ablation_cases(base: Case) -> list[Case]:
+    """One technique switched at a time against ``base`` (same setting, same TF32 state)."""
+    small, samples = base.setting, base.samples
+    rows = [
+        Case(_label(small, samples, "looped-samples"), small, samples, looped=True, reference=base.name),
+        Case(_label(small, samples, "dense"), small, samples, kwargs={"weights": "dense"}, reference=base.name),
+        Case(_label(small, samples, "implicit"), small, samples, kwargs={"weights": "implicit"},
+             reference=base.name),
+        Case(_label(small, samples, "jvp-jac_dev"), small, samples, metrics=("var", "angular", "jac_dev"),
+             reference=base.name),
+    ]
+    offered = inspect.signature(_simulate_function()).parameters
+    for keyword in ("compile", "cuda_graphs"):
+        if keyword in offered:
+            rows.append(Case(_label(small, samples, keyword), small, samples, kwargs={keyword: True},
+                             reference=base.name))
+    for row in rows:
+        row.tf32 = base.tf32
+    return rows
+
+
+# -- measuring -------------------------------------------------------------------------
+def _simulate_function() -> Callable:
+    from simulate import simulate  # the package's public entry point
+
+    return simulate
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as stream:
+            return int(stream.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class _PeakMemory:
+    """Peak memory of a block: CUDA max_memory_allocated, or the CPU resident-set growth."""
+
+    def __init__(self, device: torch.device):
+        self.device, self.mb = device, math.nan
+        self._stop = threading.Event()
+
+    def __enter__(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self._base = torch.cuda.memory_allocated(self.device)
+        else:
+            self._base = self._peak = _rss_bytes()
+            self._thread = threading.Thread(target=self._poll, daemon=True)
+            self._thread.start()
+        return self
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.002):
+            self._peak = max(self._peak, _rss_bytes())
+
+    def __exit__(self, *exc) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            self.mb = torch.cuda.max_memory_allocated(self.device) / 2**20
+        else:
+            self._stop.set()
+            self._thread.join()
+            self.mb = max(self._peak, _rss_bytes()) / 2**20 - self._base / 2**20
+
+
+def _timed(fn: Callable, device: torch.device, cpu_times: list | None = None):
+    """(result, seconds, peak MB) of fn(), device synchronised; appends process CPU seconds to ``cpu_times``."""
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    with _PeakMemory(device) as memory:
+        sync()
+        start, start_cpu = time.perf_counter(), time.process_time()
+        result = fn()
+        sync()
+        seconds = time.perf_counter() - start
+        if cpu_times is not None:
+            cpu_times.append(time.process_time() - start_cpu)
+    return result, seconds, memory.mb
+
+
+def matmul_peak_tflops(device: torch.device, dtype: torch.dtype = torch.float32) -> float:
+    """Best of 3 square matmuls (1024 on CPU, 8192 on GPU) at the current TF32 setting, TFLOP/s."""
+    size = 8192 if device.type == "cuda" else 1024
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    _timed(lambda: a @ a, device)  # warm-up
+    best = min(_timed(lambda: a @ a, device)[1] for _ in range(3))
+    return 2 * size**3 / best / 1e12
+
+
+def matmul_peaks(device: torch.device) -> dict[str, float]:
+    """Matmul peaks per precision: 'fp32' (and on CUDA 'tf32', 'bf16'), TFLOP/s."""
+    if device.type != "cuda":
+        return {"fp32": matmul_peak_tflops(device)}
+    peaks = {}
+    for name, tf32, dtype in (("fp32", False, torch.float32), ("tf32", True, torch.float32),
+                              ("bf16", False, torch.bfloat16)):
+        _set_tf32(tf32)
+        peaks[name] = matmul_peak_tflops(device, dtype)
+    return peaks
+
+
+def _precision(case: Case) -> str:
+    """The matmul precision a row runs at: 'bf16', 'tf32' or 'fp32'."""
+    if case.kwargs.get("dtype") == "bfloat16":
+        return "bf16"
+    tf32 = case.tf32 if case.tf32 is not None else bool(torch.backends.cuda.matmul.allow_tf32)
+    return "tf32" if tf32 and torch.cuda.is_available() else "fp32"
+
+
+def _set_tf32(enabled: bool | None) -> None:
+    if enabled is not None and torch.cuda.is_available():
+        torch.backends.cuda.matmul.allow_tf32 = enabled
+        torch.backends.cudnn.allow_tf32 = enabled
+
+
+def _run_ours(case: Case, device: torch.device) -> pd.DataFrame:
+    simulate = _simulate_function()
+    kwargs = {"metrics": case.metrics, "device": str(device), **case.kwargs}
+    if not case.looped:
+        return simulate(case.setting, samples=case.samples, seed=0, **kwargs)
+    # One call per sample (seeds 1000+i): the samples-as-a-batch ablation.
+    tables = [simulate(case.setting, samples=1, seed=1000 + i, **kwargs) for i in range(case.samples)]
+    return _pool_single_sample_tables(tables)
+
+
+def _pool_single_sample_tables(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Mean and sem over single-sample tables (layer, metric, mean, ...)."""
+    stacked = pd.concat(tables)
+    grouped = stacked.groupby(["layer", "metric"])["mean"]
+    pooled = grouped.agg(["mean", "std", "count"]).reset_index()  # one row per (layer, metric)
+    pooled["sem"] = pooled["std"] / pooled["count"] ** 0.5
+    pooled["n"] = pooled["count"]
+    pooled["ci_low"], pooled["ci_high"] = pooled["mean"] - 1.96 * pooled["sem"], pooled["mean"] + 1.96 * pooled["sem"]
+    return pooled[["layer", "metric", "mean", "sem", "ci_low", "ci_high", "n"]]
+
+
+def _model_flops(setting: Setting, samples: int) -> float:
+    from simulate.naive import naive_flops
+
+    return samples * naive_flops(setting)
+
+
+def compare(name: str, ours: pd.DataFrame, reference: pd.DataFrame, metrics=CHECK_METRICS) -> list[dict]:
+    """Check rows: z = (ours - reference) / sqrt(sem^2 + sem^2) at the last layer of each metric."""
+    rows = []
+    for metric in metrics:
+        a, b = ours[ours.metric == metric], reference[reference.metric == metric]
+        if a.empty or b.empty:
+            continue
+        layer = int(min(a.layer.max(), b.layer.max()))
+        ra, rb = a[a.layer == layer].iloc[0], b[b.layer == layer].iloc[0]
+        spread = math.sqrt(ra["sem"] ** 2 + rb["sem"] ** 2)
+        z = (ra["mean"] - rb["mean"]) / spread if spread > 0 else math.nan
+        rows.append(dict(setting=name, metric=metric, layer=layer, ours_mean=ra["mean"], ours_sem=ra["sem"],
+                         reference_mean=rb["mean"], reference_sem=rb["sem"], z=z))
+    return rows
+
+
+def run_case(case: Case, device: torch.device, peaks: dict[str, float], tables: dict[str, pd.DataFrame],
+             naive_times: dict[str, float]) -> tuple[dict, list[dict], str]:
+    """Run one row; returns (bench row, check rows, note)."""
+    from simulate.naive import naive_simulate
+
+    _set_tf32(case.tf32)
+    peak_tflops = peaks.get(_precision(case), peaks["fp32"])
+    note = ""
+    try:
+        cpu = []
+        table, ours_s, peak_mb = _timed(lambda: _run_ours(case, device), device, cpu)
+    except (ValueError, TypeError) as error:  # e.g. a dtype this simulator does not offer
+        return dict(setting=case.name, device=device.type, note=f"skipped: {error}"), [], f"skipped: {error}"
+    tables[case.name] = table
+    checks = []
+    naive_key = repr(case.setting) + f"/{case.samples}/{_precision(case)}"
+    naive_s, naive_cpu_s = naive_times.get(naive_key, (math.nan, math.nan))
+    if case.naive:
+        dtype = case.kwargs.get("dtype", "float32")
+        naive_table, naive_s, _ = _timed(lambda: naive_simulate(
+            case.setting, samples=case.samples, seed=1, metrics=CHECK_METRICS, device=device, dtype=dtype),
+            device, cpu)
+        naive_s, naive_cpu_s = naive_s, cpu[-1]
+        naive_times[naive_key] = (naive_s, naive_cpu_s)
+        checks += [dict(row, setting=f"{case.name} vs naive") for row in compare(case.name, table, naive_table)]
+    if case.reference is not None and case.reference in tables:
+        checks += [dict(row, setting=f"{case.name} vs {case.reference}")
+                   for row in compare(case.name, table, tables[case.reference])]
+    tflops = _model_flops(case.setting, case.samples) / ours_s / 1e12
+    row = dict(setting=case.name, device=device.type, ours_s=ours_s, naive_s=naive_s,
+               speedup=naive_s / ours_s if math.isfinite(naive_s) else math.nan,
+               layer_samples_per_s=case.samples * case.setting.depth / ours_s, tflops=tflops,
+               peak_fraction=tflops / peak_tflops if peak_tflops > 0 else math.nan, peak_mem_mb=peak_mb,
+               ours_cpu_s=cpu[0], naive_cpu_s=naive_cpu_s, note=note)
+    return row, checks, note
+
+
+def _warm_up(device: torch.device) -> None:
+    """One tiny run of each simulator, so that no row pays for first-call initialisation."""
+    from simulate.naive import naive_simulate
+
+    tiny = Setting.preset("llama", width=32, heads=2, tokens=4, depth=2)
+    _simulate_function()(tiny, samples=2, metrics=CHECK_METRICS, device=str(device))
+    naive_simulate(tiny, samples=2, metrics=CHECK_METRICS, device=device)
+
+
+def run_cases(rows: list[Case], device: torch.device, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """All rows in order: (bench table with COLUMNS + EXTRA_COLUMNS, checks table with CHECK_COLUMNS)."""
+    previous_tf32 = torch.backends.cuda.matmul.allow_tf32
+    peaks = matmul_peaks(device)
+    _set_tf32(previous_tf32)
+    _warm_up(device)
+    tables, naive_times, bench_rows, check_rows = {}, {}, [], []
+    try:
+        for case in tqdm(rows, desc="bench", unit="row", disable=not progress):
+            row, checks, note = run_case(case, device, peaks, tables, naive_times)
+            if note:
+                print(f"{case.name}: {note}", file=sys.stderr)
+            bench_rows.append(row)
+            check_rows += checks
+    finally:
+        _set_tf32(previous_tf32)
+    bench = pd.DataFrame(bench_rows).reindex(columns=COLUMNS + EXTRA_COLUMNS)
+    return bench, pd.DataFrame(check_rows).reindex(columns=CHECK_COLUMNS)
+
+
+def _write_csv_atomic(table: pd.DataFrame, path: Path) -> None:
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w") as stream:
+            table.to_csv(stream, index=False)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+
+
+def _throughput_line(device: torch.device) -> str:
+    from simulate.implicit import calibrate_costs
+
+    costs = calibrate_costs(device)
+    return (f"randn {costs.randn_per_s:.3g}/s, matmul {costs.matmul_flops:.3g} flop/s "
+            f"(one normal ~ {costs.matmul_flops / costs.randn_per_s:.0f} flops), "
+            f"Gram+Cholesky {costs.cholesky_flops:.3g}, QR {costs.qr_flops:.3g} flop/s")
+
+
+def build_parser() -> CliParser:
+    parser = CliParser(prog=PROG, description="This simulator against a naive nn.Module one (timings, agreement).")
+    parser.add_argument("--quick", action="store_true", help="tiny settings, seconds (CI smoke test)")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="default auto")
+    parser.add_argument("--out", default="bench_out", help="output directory (default ./bench_out)")
+    parser.add_argument("--ablate", action="store_true", help="add rows switching one technique at a time")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: as set; on a busy machine 1 avoids oversubscription)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m simulate bench``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        fail(PROG, "device='cuda' is not allowed: CUDA is not available here (use cpu or auto)")
+    if args.threads is not None and args.threads < 1:
+        fail(PROG, f"threads={args.threads} is not allowed: an integer >= 1")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        fail(PROG, f"out={args.out!r} is not allowed: a directory (this is a file)")
+    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
+                          ("cpu" if args.device == "auto" else args.device))
+    try:
+        _simulate_function()
+        rows = cases(device.type, args.quick, args.ablate)
+    except (ImportError, SettingError, ValueError) as error:
+        fail(PROG, str(error))
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    print(f"device {device.type}, {torch.get_num_threads()} CPU threads; {_throughput_line(device)}")
+    bench, checks = run_cases(rows, device)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_csv_atomic(bench[COLUMNS], out / "bench.csv")
+    _write_csv_atomic(checks, out / "bench_checks.csv")
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(bench.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        if not checks.empty:
+            print(checks[["setting", "metric", "layer", "ours_mean", "reference_mean", "z"]]
+                  .to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if args.ablate:
+        offered = inspect.signature(_simulate_function()).parameters
+        missing = [k for k in ("compile", "cuda_graphs") if k not in offered]
+        if missing:
+            print(f"not ablated: {', '.join(missing)} (simulate.simulate has no such keyword)")
+    print(f"wrote {out / 'bench.csv'} and {out / 'bench_checks.csv'}")
+    worst = checks["z"].abs().max() if not checks.empty else 0.0
+    if worst > Z_FAIL:
+        print(f"{PROG}: statistics disagree: max |z| = {worst:.2f} > {Z_FAIL}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,138 @@
+"""``python -m simulate bench`` smoke test, its bad-input handling, and the naive simulator's fidelity."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from simulate.naive import naive_simulate
+from theory.setting import Setting
+
+try:
+    from simulate import simulate as ours_simulate
+except ImportError as error:  # simulate-core's package not there yet
+    ours_simulate = None
+    _MISSING = f"simulate.simulate is not importable yet: {error}"
+else:
+    _MISSING = ""
+
+needs_simulate = pytest.mark.skipif(ours_simulate is None, reason=_MISSING or "simulate.simulate missing")
+Z_LIMIT = 4.0
+
+
+@pytest.fixture(autouse=True)
+def _seed_and_one_thread():
+    """Fixed seed; one torch thread (tiny matmuls on a shared 2-core machine stall with more)."""
+    torch.manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def assert_tables_agree(name: str, ours: pd.DataFrame, naive: pd.DataFrame, limit: float = Z_LIMIT) -> None:
+    """Every (layer, metric) mean of the two tables within ``limit`` combined standard errors."""
+    joined = ours.merge(naive, on=["layer", "metric"], suffixes=("_ours", "_naive"))
+    assert not joined.empty, f"{name}: no common (layer, metric) rows"
+    spread = (joined.sem_ours**2 + joined.sem_naive**2) ** 0.5
+    z = (joined.mean_ours - joined.mean_naive) / spread
+    worst = z.abs().idxmax()
+    if abs(z[worst]) > limit:
+        row = joined.loc[worst]
+        raise AssertionError(f"{name}: {row.metric} at layer {row.layer}: ours {row.mean_ours:.6g} vs naive "
+                             f"{row.mean_naive:.6g} (z = {z[worst]:.2f}, limit {limit}, n = {row.n_ours})")
+
+
+@needs_simulate
+@pytest.mark.parametrize("scheme, kv_heads", [("pre", None), ("lns", 2), ("post", None)])
+def test_naive_matches_simulate(scheme, kv_heads):
+    """The naive nn.Module stack and the workbench simulator agree in law (64 samples, 4 sem)."""
+    setting = Setting.preset("llama", scheme=scheme, width=32, heads=4, kv_heads=kv_heads, tokens=8, depth=3)
+    metrics = ("var", "var_attn", "var_mlp", "angular", "token_cos")
+    naive = naive_simulate(setting, samples=64, seed=1, metrics=metrics, dtype="float64")
+    ours = ours_simulate(setting, samples=64, seed=2, metrics=metrics, device="cpu", dtype="float64")
+    assert set(naive.metric) == set(metrics)
+    assert_tables_agree(f"naive vs simulate [{scheme}, kv_heads={kv_heads}]", ours, naive)
+
+
+def test_naive_rejects_what_it_does_not_model():
+    with pytest.raises(ValueError, match="scheme='deepnorm'"):
+        naive_simulate(Setting.preset("llama", scheme="deepnorm", width=16, heads=2, depth=1), samples=1)
+    with pytest.raises(ValueError, match="metrics='jac_dev'"):
+        naive_simulate(Setting.preset("llama", width=16, heads=2, depth=1), samples=1, metrics=("jac_dev",))
+
+
+@needs_simulate
+def test_bench_quick_writes_the_table(tmp_path, capsys):
+    from simulate.bench import CHECK_COLUMNS, COLUMNS, main
+
+    code = main(["--quick", "--ablate", "--device", "cpu", "--out", str(tmp_path)])
+    assert code == 0, capsys.readouterr().err
+    bench = pd.read_csv(tmp_path / "bench.csv")
+    assert list(bench.columns) == COLUMNS
+    assert len(bench) >= 2 and (bench.ours_s > 0).all()
+    base = bench.iloc[0]
+    assert math.isfinite(base.naive_s) and math.isfinite(base.speedup) and base.device == "cpu"
+    checks = pd.read_csv(tmp_path / "bench_checks.csv")
+    assert list(checks.columns) == CHECK_COLUMNS
+    assert {"var", "angular"} <= set(checks.metric)
+    assert not list(tmp_path.glob(".*.tmp")), "temporary files left behind"
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--bogus"], "unrecognized arguments"),
+    (["--device", "tpu"], "invalid choice"),
+    (["--threads", "0"], "threads=0"),
+])
+def test_bench_bad_input_is_one_line_exit_2(argv, needle, tmp_path, capsys):
+    from simulate.bench import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA message")
+def test_bench_cuda_without_cuda_fails_cleanly(tmp_path, capsys):
+    from simulate.bench import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--device", "cuda", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "CUDA is not available" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bench_out_must_be_a_directory(tmp_path, capsys):
+    from simulate.bench import main
+
+    target = tmp_path / "file"
+    target.write_text("keep")
+    with pytest.raises(SystemExit) as stop:
+        main(["--quick", "--device", "cpu", "--out", str(target)])
+    assert stop.value.code == 2 and target.read_text() == "keep"
+
+
+def test_compare_gives_z_of_the_last_layer():
+    from simulate.bench import compare
+
+    row = dict(metric="var", sem=0.1, ci_low=0.0, ci_high=0.0, n=8)
+    ours = pd.DataFrame([dict(row, layer=0, mean=1.0), dict(row, layer=2, mean=1.5)])
+    reference = pd.DataFrame([dict(row, layer=0, mean=1.0), dict(row, layer=2, mean=1.2)])
+    (check,) = compare("x", ours, reference, metrics=("var", "angular"))
+    assert check["layer"] == 2 and math.isclose(check["z"], 0.3 / math.sqrt(0.02))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@needs_simulate
+def test_bench_quick_on_gpu(tmp_path):
+    from simulate.bench import COLUMNS, main
+
+    assert main(["--quick", "--device", "cuda", "--out", str(tmp_path)]) == 0
+    bench = pd.read_csv(tmp_path / "bench.csv")
+    assert list(bench.columns) == COLUMNS and (bench.device == "cuda").all()
