@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import pandas as pd  # noqa: E402
 
 from simulate.verify import describe_setting, run_monte_carlo  # noqa: E402
+from theory.cli import atomic_write  # noqa: E402
 
 __all__ = [
     "DEFAULT_OUT_DIR",
@@ -129,8 +129,7 @@ def place_legend(ax, fontsize: float = 5) -> None:
 def save_figure(fig, out_dir: str | os.PathLike, name: str) -> list[Path]:
     """Write ``name.png`` and ``name.pdf`` into ``out_dir`` atomically and close the figure.
 
-    Each file is written to a temporary file in the same directory, then renamed, so a
-    reader never sees half a file.
+    Each file goes through :func:`theory.cli.atomic_write`, so a reader never sees half a file.
 
     Returns
     -------
@@ -139,18 +138,9 @@ def save_figure(fig, out_dir: str | os.PathLike, name: str) -> list[Path]:
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for ext in ("png", "pdf"):
-        target = out / f"{name}.{ext}"
-        handle, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=f".{ext}", dir=out)
-        os.close(handle)
-        try:
-            fig.savefig(tmp, format=ext, bbox_inches="tight")
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        written.append(target)
+    written = [atomic_write(out / f"{name}.{ext}",
+                            lambda temp, ext=ext: fig.savefig(temp, format=ext, bbox_inches="tight"))
+               for ext in ("png", "pdf")]
     plt.close(fig)
     return written
 

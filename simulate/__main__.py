@@ -1,7 +1,8 @@
 """``python -m simulate run|verify|bench``.
 
 ``run [SETTING FLAGS] --samples S --seed N --device auto|cpu|cuda --dtype float32|float64
---metrics LIST --weights dense|implicit|auto --out DIR [--plot]`` writes
+--metrics LIST --weights dense|implicit|auto --precision highest|tf32|bf16 --prefetch auto|on|off
+--out DIR [--plot]`` writes
 ``DIR/config.json`` and ``DIR/layers.csv`` (and ``DIR/metrics.png`` with ``--plot``) and
 prints a one-line summary. Bad input: one line on stderr, exit 2, nothing written.
 Numerical blow-up: what was measured is written, one line names the layer, exit 1.
@@ -51,6 +52,10 @@ def build_parser() -> CliParser:
     mc.add_argument("--dtype", default="float32", choices=("float32", "float64"), help="default float32")
     mc.add_argument("--metrics", default="var", help="comma-separated names or 'all' (default var)")
     mc.add_argument("--weights", default="auto", choices=("dense", "implicit", "auto"), help="default auto")
+    mc.add_argument("--precision", default="highest", choices=("highest", "tf32", "bf16"),
+                    help="matmul precision: highest (fp32), tf32 (CUDA), bf16 weight products (default highest)")
+    mc.add_argument("--prefetch", default="auto", choices=("auto", "on", "off"),
+                    help="draw the next blocks' random numbers on a background thread (auto: on for cpu)")
     mc.add_argument("--out", required=True, help="output directory")
     mc.add_argument("--plot", action="store_true", help="also write DIR/metrics.png")
     return parser
@@ -85,7 +90,7 @@ def run(argv: list[str]) -> int:
     """The ``run`` command; returns the exit code."""
     from simulate.metrics import parse_metrics
     from simulate.results import code_version, save_run
-    from simulate.stack import NumericalBlowUp, resolve_device, simulate
+    from simulate.stack import NumericalBlowUp, check_precision, resolve_device, resolve_dtype, simulate
 
     prog = f"{PROG} run"
     args = build_parser().parse_args(argv)
@@ -93,6 +98,7 @@ def run(argv: list[str]) -> int:
         setting = setting_from_args(args)
         metrics = parse_metrics(args.metrics)
         device = resolve_device(args.device)
+        check_precision(args.precision, device, resolve_dtype(args.dtype))
     except (SettingError, ValueError) as error:
         fail(prog, str(error))
     out = Path(args.out)
@@ -100,11 +106,13 @@ def run(argv: list[str]) -> int:
         fail(prog, f"--out {out} exists and is not a directory")
     config = {"setting": setting.to_dict(), "code": code_version(), "command": ["run", *argv],
               "mc": {"samples": args.samples, "seed": args.seed, "metrics": list(metrics), "device": device.type,
-                     "dtype": args.dtype, "weights": args.weights}}
+                     "dtype": args.dtype, "weights": args.weights, "precision": args.precision,
+                     "prefetch": args.prefetch}}
     start = time.perf_counter()
     try:
         table = simulate(setting, samples=args.samples, seed=args.seed, metrics=metrics, device=device,
-                         dtype=args.dtype, weights=args.weights, progress=True)
+                         dtype=args.dtype, weights=args.weights, progress=True, matmul_precision=args.precision,
+                         prefetch={"auto": None, "on": True, "off": False}[args.prefetch])
         blow_up = None
     except NumericalBlowUp as error:
         table, blow_up = error.table, error

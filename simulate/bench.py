@@ -19,22 +19,30 @@ peak_mem_mb            GPU: torch.cuda.max_memory_allocated; CPU: growth of the
 =====================  =============================================================
 
 in ``DIR/bench.csv`` (written atomically) and the statistical checks in
-``DIR/bench_checks.csv``. ``--quick`` shrinks everything to seconds (the CI smoke test);
-``--ablate`` adds rows that switch one technique at a time: batched samples (vs one
-``simulate`` call per sample), the implicit Gaussian product (``weights=dense``,
-``implicit``, ``auto``), JVP probes for ``jac_dev`` (their cost over a var-only run;
-a full Jacobian would take T*d JVPs per block), and ``torch.compile``/CUDA graphs where
-``simulate.simulate`` offers a keyword for them. Nothing here asserts a time.
+``DIR/bench_checks.csv``; the printed table adds process CPU seconds (``ours_cpu_s``,
+``naive_cpu_s``, ``cpu_speedup``: on a shared machine closer to the time on an idle core
+than wall-clock) and each row's time over the base row's (``vs_base``, ``vs_base_cpu``).
+``--quick`` shrinks everything to seconds (the CI smoke test). Ablation rows (on by
+default, ``--no-ablate`` skips them) switch one technique off at a time, same setting:
+batched samples (``looped-samples``: one ``simulate`` call per sample), the implicit
+Gaussian product (``dense``; ``implicit`` = always factored, vs the cost model's
+``auto``), one factorisation for the weights that share rows (``unshared-factors``),
+drawing the next blocks' numbers on a background thread (``no-prefetch``), the JVP
+probes of ``jac_dev`` (their cost over a var-only run; a full Jacobian would take T*d
+JVPs per block); on CUDA also ``matmul_precision`` tf32 and bf16 against fp32.
+``--scaling`` also sweeps depth, width, tokens and samples (:mod:`simulate.scaling`)
+into ``DIR/scaling.csv``. Each of our runs is timed as the best of ``--repeat`` (default
+3, 1 with ``--quick``); the naive one runs once. Nothing here asserts a time.
 """
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import math
 import os
 import resource
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -45,6 +53,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from simulate.results import write_atomic
 from theory.cli import CliParser, fail
 from theory.setting import Setting, SettingError
 
@@ -55,7 +64,7 @@ COLUMNS = ["setting", "device", "ours_s", "naive_s", "speedup", "layer_samples_p
            "peak_fraction", "peak_mem_mb"]
 # Printed, not written: process CPU seconds (all threads; on a shared machine closer to the
 # time on an idle core than wall-clock), and why a row was skipped.
-EXTRA_COLUMNS = ["ours_cpu_s", "naive_cpu_s", "note"]
+EXTRA_COLUMNS = ["ours_cpu_s", "naive_cpu_s", "cpu_speedup", "vs_base", "vs_base_cpu", "note"]
 CHECK_COLUMNS = ["setting", "metric", "layer", "ours_mean", "ours_sem", "reference_mean", "reference_sem", "z"]
 CHECK_METRICS = ("var", "angular")
 Z_FAIL = 5.0  # |z| above this on a check: exit code 1 (after the files are written)
@@ -104,6 +113,8 @@ def cases(device: str, quick: bool, ablate: bool) -> list[Case]:
         rows = _gpu_cases(base)
     elif device == "cuda":
         rows.append(Case(_label(small, samples, "tf32"), small, samples, tf32=True, reference=base.name))
+        rows.append(Case(_label(small, samples, "bf16"), small, samples, kwargs={"matmul_precision": "bf16"},
+                         reference=base.name))
     if ablate:
         names = {row.name for row in rows}
         rows += [row for row in _ablation_cases(_base_of(rows, base))
@@ -125,7 +136,8 @@ def _gpu_cases(base: Case) -> list[Case]:
         Case(_label(big, 1, "tf32"), big, 1, tf32=True, metrics=("var",)),
         Case(base.name, small, samples, naive=True, tf32=False),
         Case(_label(small, samples, "tf32"), small, samples, tf32=True, reference=base.name),
-        Case(_label(small, samples, "bf16"), small, samples, kwargs={"dtype": "bfloat16"}, reference=base.name),
+        Case(_label(small, samples, "bf16"), small, samples, kwargs={"matmul_precision": "bf16"},
+             reference=base.name),
         Case(_label(mid, 1, "dense"), mid, 1, kwargs={"weights": "dense"}, tf32=True, metrics=("var",)),
         Case(_label(mid, 1, "implicit"), mid, 1, kwargs={"weights": "implicit"}, tf32=True, metrics=("var",)),
         Case(_label(mid, 1, "auto"), mid, 1, kwargs={"weights": "auto"}, tf32=True, metrics=("var",)),
@@ -141,6 +153,10 @@ def _ablation_cases(base: Case) -> list[Case]:
         Case(_label(small, samples, "looped-samples"), small, samples, looped=True, reference=base.name),
         Case(_label(small, samples, "dense"), small, samples, kwargs={"weights": "dense"}, reference=base.name),
         Case(_label(small, samples, "implicit"), small, samples, kwargs={"weights": "implicit"},
+             reference=base.name),
+        Case(_label(small, samples, "unshared-factors"), small, samples, kwargs={"share_factors": False},
+             reference=base.name),
+        Case(_label(small, samples, "no-prefetch"), small, samples, kwargs={"prefetch": False},
              reference=base.name),
         Case(_label(small, samples, "jvp-jac_dev"), small, samples, metrics=("var", "angular", "jac_dev"),
              reference=base.name),
@@ -239,7 +255,7 @@ def matmul_peaks(device: torch.device) -> dict[str, float]:
 
 def _precision(case: Case) -> str:
     """The matmul precision a row runs at: 'bf16', 'tf32' or 'fp32'."""
-    if case.kwargs.get("dtype") == "bfloat16":
+    if case.kwargs.get("matmul_precision") == "bf16":
         return "bf16"
     tf32 = case.tf32 if case.tf32 is not None else bool(torch.backends.cuda.matmul.allow_tf32)
     return "tf32" if tf32 and torch.cuda.is_available() else "fp32"
@@ -253,7 +269,9 @@ def _set_tf32(enabled: bool | None) -> None:
 
 def _run_ours(case: Case, device: torch.device) -> pd.DataFrame:
     simulate = _simulate_function()
-    kwargs = {"metrics": case.metrics, "device": str(device), **case.kwargs}
+    precision = {"fp32": "highest", "tf32": "tf32", "bf16": "bf16"}[_precision(case)] if device.type == "cuda" \
+        else "highest"
+    kwargs = {"metrics": case.metrics, "device": str(device), "matmul_precision": precision, **case.kwargs}
     if not case.looped:
         return simulate(case.setting, samples=case.samples, seed=0, **kwargs)
     # One call per sample (seeds 1000+i): the samples-as-a-batch ablation.
@@ -294,17 +312,28 @@ def compare(name: str, ours: pd.DataFrame, reference: pd.DataFrame, metrics=CHEC
     return rows
 
 
+def _time_ours(case: Case, device: torch.device, repeat: int) -> tuple[pd.DataFrame, float, float, float]:
+    """(table, seconds, peak MB, CPU seconds) of the fastest of ``repeat`` runs (same seed, same table)."""
+    best = None
+    for _ in range(max(1, repeat)):
+        cpu = []
+        table, seconds, peak_mb = _timed(lambda: _run_ours(case, device), device, cpu)
+        if best is None or seconds < best[1]:
+            best = (table, seconds, peak_mb, cpu[0])
+    return best
+
+
 def run_case(case: Case, device: torch.device, peaks: dict[str, float], tables: dict[str, pd.DataFrame],
-             naive_times: dict[str, float]) -> tuple[dict, list[dict], str]:
-    """Run one row; returns (bench row, check rows, note)."""
+             naive_times: dict[str, float], repeat: int = 1) -> tuple[dict, list[dict], str]:
+    """Run one row (ours timed as the best of ``repeat`` runs); returns (bench row, check rows, note)."""
     from simulate.naive import naive_simulate
 
     _set_tf32(case.tf32)
     peak_tflops = peaks.get(_precision(case), peaks["fp32"])
     note = ""
     try:
+        table, ours_s, peak_mb, ours_cpu_s = _time_ours(case, device, repeat)
         cpu = []
-        table, ours_s, peak_mb = _timed(lambda: _run_ours(case, device), device, cpu)
     except (ValueError, TypeError) as error:  # e.g. a dtype this simulator does not offer
         return dict(setting=case.name, device=device.type, note=f"skipped: {error}"), [], f"skipped: {error}"
     tables[case.name] = table
@@ -316,7 +345,7 @@ def run_case(case: Case, device: torch.device, peaks: dict[str, float], tables: 
         naive_table, naive_s, _ = _timed(lambda: naive_simulate(
             case.setting, samples=case.samples, seed=1, metrics=CHECK_METRICS, device=device, dtype=dtype),
             device, cpu)
-        naive_s, naive_cpu_s = naive_s, cpu[-1]
+        naive_cpu_s = cpu[-1]
         naive_times[naive_key] = (naive_s, naive_cpu_s)
         checks += [dict(row, setting=f"{case.name} vs naive") for row in compare(case.name, table, naive_table)]
     if case.reference is not None and case.reference in tables:
@@ -327,7 +356,7 @@ def run_case(case: Case, device: torch.device, peaks: dict[str, float], tables: 
                speedup=naive_s / ours_s if math.isfinite(naive_s) else math.nan,
                layer_samples_per_s=case.samples * case.setting.depth / ours_s, tflops=tflops,
                peak_fraction=tflops / peak_tflops if peak_tflops > 0 else math.nan, peak_mem_mb=peak_mb,
-               ours_cpu_s=cpu[0], naive_cpu_s=naive_cpu_s, note=note)
+               ours_cpu_s=ours_cpu_s, naive_cpu_s=naive_cpu_s, note=note)
     return row, checks, note
 
 
@@ -340,8 +369,12 @@ def _warm_up(device: torch.device) -> None:
     naive_simulate(tiny, samples=2, metrics=CHECK_METRICS, device=device)
 
 
-def run_cases(rows: list[Case], device: torch.device, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """All rows in order: (bench table with COLUMNS + EXTRA_COLUMNS, checks table with CHECK_COLUMNS)."""
+def run_cases(rows: list[Case], device: torch.device, progress: bool = True,
+              repeat: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """All rows in order: (bench table with COLUMNS + EXTRA_COLUMNS, checks table with CHECK_COLUMNS).
+
+    ``repeat``: each of our runs is timed as the best of that many (the naive one runs once).
+    """
     previous_tf32 = torch.backends.cuda.matmul.allow_tf32
     peaks = matmul_peaks(device)
     _set_tf32(previous_tf32)
@@ -349,7 +382,7 @@ def run_cases(rows: list[Case], device: torch.device, progress: bool = True) -> 
     tables, naive_times, bench_rows, check_rows = {}, {}, [], []
     try:
         for case in tqdm(rows, desc="bench", unit="row", disable=not progress):
-            row, checks, note = run_case(case, device, peaks, tables, naive_times)
+            row, checks, note = run_case(case, device, peaks, tables, naive_times, repeat)
             if note:
                 print(f"{case.name}: {note}", file=sys.stderr)
             bench_rows.append(row)
@@ -357,19 +390,12 @@ def run_cases(rows: list[Case], device: torch.device, progress: bool = True) -> 
     finally:
         _set_tf32(previous_tf32)
     bench = pd.DataFrame(bench_rows).reindex(columns=COLUMNS + EXTRA_COLUMNS)
+    bench["cpu_speedup"] = bench["naive_cpu_s"] / bench["ours_cpu_s"]
+    base = bench[bench.naive_s.notna()].head(1)
+    if len(base):  # each row's time over the base row's: what switching its technique off costs
+        bench["vs_base"] = bench["ours_s"] / float(base["ours_s"].iloc[0])
+        bench["vs_base_cpu"] = bench["ours_cpu_s"] / float(base["ours_cpu_s"].iloc[0])
     return bench, pd.DataFrame(check_rows).reindex(columns=CHECK_COLUMNS)
-
-
-def _write_csv_atomic(table: pd.DataFrame, path: Path) -> None:
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            table.to_csv(stream, index=False)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
 
 
 def _throughput_line(device: torch.device) -> str:
@@ -386,7 +412,12 @@ def build_parser() -> CliParser:
     parser.add_argument("--quick", action="store_true", help="tiny settings, seconds (CI smoke test)")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="default auto")
     parser.add_argument("--out", default="bench_out", help="output directory (default ./bench_out)")
-    parser.add_argument("--ablate", action="store_true", help="add rows switching one technique at a time")
+    parser.add_argument("--ablate", action=argparse.BooleanOptionalAction, default=True,
+                        help="rows switching one technique off at a time (default on; --no-ablate skips them)")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="time each of our runs as the best of N (default 3; 1 with --quick)")
+    parser.add_argument("--scaling", action="store_true",
+                        help="also time depth/width/tokens/samples sweeps at small sizes into DIR/scaling.csv")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: as set; on a busy machine 1 avoids oversubscription)")
     return parser
@@ -399,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
         fail(PROG, "device='cuda' is not allowed: CUDA is not available here (use cpu or auto)")
     if args.threads is not None and args.threads < 1:
         fail(PROG, f"threads={args.threads} is not allowed: an integer >= 1")
+    if args.repeat is not None and args.repeat < 1:
+        fail(PROG, f"repeat={args.repeat} is not allowed: an integer >= 1")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         fail(PROG, f"out={args.out!r} is not allowed: a directory (this is a file)")
@@ -412,10 +445,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     print(f"device {device.type}, {torch.get_num_threads()} CPU threads; {_throughput_line(device)}")
-    bench, checks = run_cases(rows, device)
+    bench, checks = run_cases(rows, device, repeat=args.repeat or (1 if args.quick else 3))
+    scaling = None
+    if args.scaling:
+        from simulate.scaling import run_scaling
+
+        scaling = run_scaling(device, quick=args.quick)
     out.mkdir(parents=True, exist_ok=True)
-    _write_csv_atomic(bench[COLUMNS], out / "bench.csv")
-    _write_csv_atomic(checks, out / "bench_checks.csv")
+    write_atomic(out / "bench.csv", bench[COLUMNS].to_csv(index=False))
+    write_atomic(out / "bench_checks.csv", checks.to_csv(index=False))
+    if scaling is not None:
+        write_atomic(out / "scaling.csv", scaling.to_csv(index=False))
+        print(scaling.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(bench.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         if not checks.empty:

@@ -122,27 +122,50 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=16)
-def _rope_tables(tokens: int, head_dim: int, base: float, device: torch.device, dtype: torch.dtype):
-    half = head_dim // 2
+def _rope_tables(tokens: int, half: int, base: float, device: torch.device, dtype: torch.dtype):
+    """cos and sin of the RoPE angles t * base^(-i/half), each (T, half), cached per (T, hd, dtype, device)."""
     freq = base ** (-torch.arange(half, device=device, dtype=torch.float64) / half)  # (hd/2,)
     angle = torch.arange(tokens, device=device, dtype=torch.float64)[:, None] * freq  # (T, hd/2)
-    cos = torch.cat([angle.cos(), angle.cos()], -1).to(dtype)  # (T, hd)
-    sin = torch.cat([angle.sin(), angle.sin()], -1).to(dtype)  # (T, hd)
-    return cos, sin
+    return angle.cos().to(dtype), angle.sin().to(dtype)
 
 
 def rope(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Rotary embedding, LLaMA 'rotate half' convention, on (C, S, heads, T, hd) (linear: all channels)."""
-    tokens, head_dim = x.shape[-2], x.shape[-1]
-    half = head_dim // 2
-    cos, sin = _rope_tables(tokens, head_dim, base, x.device, x.dtype)  # (T, hd) each
-    rotated = torch.cat([-x[..., half:], x[..., :half]], -1)  # (C, S, heads, T, hd)
-    return x * cos + rotated * sin
+    """Rotary embedding, LLaMA 'rotate half' convention, on (C, S, heads, T, hd) (linear: all channels).
+
+    out = [x1 cos - x2 sin, x2 cos + x1 sin] for the halves x1, x2 of each head: two
+    passes over x (no rotated copy), into a fresh contiguous tensor.
+    """
+    tokens, half = x.shape[-2], x.shape[-1] // 2
+    cos, sin = _rope_tables(tokens, half, base, x.device, x.dtype)  # (T, hd/2) each
+    first, second = x[..., :half], x[..., half:]  # (C, S, heads, T, hd/2) each
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)  # (C, S, heads, T, hd)
+    torch.mul(first, cos, out=out[..., :half]).addcmul_(second, sin, value=-1)
+    torch.mul(second, cos, out=out[..., half:]).addcmul_(first, sin)
+    return out
 
 
 def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
     channels, samples, tokens, width = x.shape
     return x.reshape(channels, samples, tokens, heads, width // heads).transpose(2, 3)  # (C, S, heads, T, hd)
+
+
+def _dual_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: Ctx) -> torch.Tensor:
+    """Softmax attention with tangents, (C, S, H, T, hd) each -> (C, S, H, T, hd); the entropy into ctx."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    scores = q[0] @ k[0].transpose(-1, -2) * scale  # (S, H, T, T)
+    tokens = q.shape[-2]
+    if ctx.setting.causal:
+        future = torch.ones(tokens, tokens, dtype=torch.bool, device=q.device).triu(1)  # (T, T)
+        scores = scores.masked_fill(future, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)  # (S, H, T, T)
+    if ctx.want_entropy:
+        ctx.entropy = torch.special.entr(weights.double()).sum(-1).mean((-1, -2))  # (S,)
+    out = (weights @ v[0]).unsqueeze(0)  # (1, S, H, T, hd)
+    if q.shape[0] > 1:
+        d_scores = (q[1:] @ k[0].transpose(-1, -2) + q[0] @ k[1:].transpose(-1, -2)) * scale  # (C-1, S, H, T, T)
+        d_weights = weights * (d_scores - (weights * d_scores).sum(-1, keepdim=True))  # (C-1, S, H, T, T)
+        out = torch.cat([out, d_weights @ v[0] + weights @ v[1:]], 0)  # (C, S, H, T, hd)
+    return out
 
 
 def attention(h: torch.Tensor, ctx: Ctx) -> torch.Tensor:
@@ -161,23 +184,14 @@ def attention(h: torch.Tensor, ctx: Ctx) -> torch.Tensor:
     if setting.rope:
         q, k = rope(q), rope(k)
     group = heads // kv_heads
-    if group > 1:
-        k, v = k.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)  # (C, S, H, T, hd)
-    scale = 1.0 / math.sqrt(head_dim)
-    scores = q[0] @ k[0].transpose(-1, -2) * scale  # (S, H, T, T)
-    tokens = h.shape[2]
-    if setting.causal:
-        future = torch.ones(tokens, tokens, dtype=torch.bool, device=h.device).triu(1)  # (T, T)
-        scores = scores.masked_fill(future, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)  # (S, H, T, T)
-    if ctx.want_entropy:
-        ctx.entropy = torch.special.entr(weights.double()).sum(-1).mean((-1, -2))  # (S,)
-    out = (weights @ v[0]).unsqueeze(0)  # (1, S, H, T, hd)
-    if h.shape[0] > 1:
-        d_scores = (q[1:] @ k[0].transpose(-1, -2) + q[0] @ k[1:].transpose(-1, -2)) * scale  # (C-1, S, H, T, T)
-        d_weights = weights * (d_scores - (weights * d_scores).sum(-1, keepdim=True))  # (C-1, S, H, T, T)
-        out = torch.cat([out, d_weights @ v[0] + weights @ v[1:]], 0)  # (C, S, H, T, hd)
-    merged = out.transpose(2, 3).reshape(h.shape[0], h.shape[1], tokens, heads * head_dim)  # (C, S, T, d)
+    if h.shape[0] == 1 and not ctx.want_entropy:  # primal only: one fused kernel, no (T, T) weights kept
+        out = F.scaled_dot_product_attention(q[0], k[0], v[0], is_causal=setting.causal,
+                                             enable_gqa=group > 1).unsqueeze(0)  # (1, S, H, T, hd)
+    else:
+        if group > 1:
+            k, v = k.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)  # (C, S, H, T, hd)
+        out = _dual_attention(q, k, v, ctx)  # (C, S, H, T, hd)
+    merged = out.transpose(2, 3).reshape(h.shape[0], h.shape[1], h.shape[2], heads * head_dim)  # (C, S, T, d)
     return linear(merged, ctx, PART["o"], setting.width, "o")
 
 

@@ -17,7 +17,8 @@ Two ways to get ``L`` (derived here; DESIGN.md "How the simulator stays fast"):
 - ``"cholesky"``: ``L = chol(X X^T)``. Fast (a Gram matmul and an m x m factorisation),
   backward stable whenever it completes; where ``cholesky_ex`` reports failure
   (rank-deficient or badly conditioned X) those samples fall back to QR. Checking the
-  failure flag costs one device-to-host sync per product.
+  failure flag costs one device-to-host sync per product, unless the caller passes a
+  ``failures`` counter (no sync; the caller redoes the work with QR if it is not zero).
 - ``"dense"``: draw W and multiply (the reference).
 
 When m < d this draws m*d_out numbers instead of d*d_out and costs O(m^2 (d + d_out))

@@ -3,7 +3,7 @@
 A run is stored as a directory with ``config.json`` (setting, Monte-Carlo config, code
 version, anything else) and ``layers.csv`` (columns :data:`COLUMNS`), CSV and JSON only.
 Every file is written to a temporary file in the same directory and moved into place
-with ``os.replace``, so a reader never sees half a file.
+(:func:`theory.cli.atomic_write`), so a reader never sees half a file.
 
 >>> import numpy as np
 >>> table = table_from_stats(np.array([[[1.0, 3.0]]]), ("var",))
@@ -16,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from theory.cli import atomic_write
 
 __all__ = ["COLUMNS", "table_from_stats", "save_run", "load_run", "write_atomic", "code_version", "cache_dir",
            "cache_key", "cached_simulate"]
@@ -28,6 +29,12 @@ __all__ = ["COLUMNS", "table_from_stats", "save_run", "load_run", "write_atomic"
 COLUMNS = ["layer", "metric", "mean", "sem", "ci_low", "ci_high", "n"]
 _Z95 = 1.96
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+# The sources that decide what a run measures: a change to any of them is a new code
+# version. The reports built on runs (verify, bench, figures) are left out, so editing
+# them keeps the cache.
+_RESULT_SOURCES = ("theory/setting.py",) + tuple(
+    f"simulate/{name}.py" for name in ("blocks", "schemes", "stack", "metrics", "weights", "implicit", "noise",
+                                        "processes", "jacobian", "results"))
 
 
 def table_from_stats(values: np.ndarray, metrics: tuple[str, ...]) -> pd.DataFrame:
@@ -51,17 +58,8 @@ def table_from_stats(values: np.ndarray, metrics: tuple[str, ...]) -> pd.DataFra
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and os.replace."""
-    path = Path(path)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    """Write ``text`` to ``path`` all at once (:func:`theory.cli.atomic_write`)."""
+    atomic_write(path, lambda temp: Path(temp).write_text(text))
 
 
 def save_run(out_dir, config: dict, table: pd.DataFrame) -> Path:
@@ -82,12 +80,11 @@ def load_run(run_dir) -> tuple[dict, pd.DataFrame]:
 
 
 def code_version() -> str:
-    """sha256 (first 16 hex digits) of the source files of simulate/ and theory/."""
+    """sha256 (first 16 hex digits) of the sources that decide what a run measures."""
     digest = hashlib.sha256()
-    for package in ("simulate", "theory"):
-        for path in sorted((_PACKAGE_ROOT / package).rglob("*.py")):
-            digest.update(str(path.relative_to(_PACKAGE_ROOT)).encode())
-            digest.update(path.read_bytes())
+    for name in _RESULT_SOURCES:
+        digest.update(name.encode())
+        digest.update((_PACKAGE_ROOT / name).read_bytes())
     return digest.hexdigest()[:16]
 
 

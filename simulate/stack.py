@@ -2,9 +2,13 @@
 
 Only the current stream (with its tangent channels) lives across layers; each layer's
 statistics go straight into a small preallocated float64 device tensor
-(:class:`simulate.metrics.StatsBuffer`), so memory does not grow with depth and the
-depth loop never waits for the device except for a finiteness check every
-``CHECK_EVERY`` layers. Weights are drawn on the fly (:mod:`simulate.weights`).
+(:class:`simulate.metrics.StatsBuffer`), so memory does not grow with depth. Weights are
+drawn on the fly (:mod:`simulate.weights`); on the CPU the next blocks' random numbers are
+drawn on a background thread while the current block computes (``prefetch``,
+:mod:`simulate.noise`). On CUDA the depth loop never waits for the device except every
+``CHECK_EVERY`` layers, where one sync reads whether a (sync-free) Cholesky factorisation
+failed (then the run is redone with QR factors, exact for any rows) and whether the
+stream stayed finite. ``matmul_precision`` picks fp32, TF32 or bf16 weight products.
 
 >>> from theory.setting import Setting
 >>> table = simulate(Setting(block="linear", scheme="none", depth=2, width=16, tokens=2), samples=4)
@@ -14,6 +18,7 @@ depth loop never waits for the device except for a finiteness check every
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Callable
 
 import torch
@@ -27,9 +32,12 @@ from simulate.results import table_from_stats
 from simulate.weights import PART, WeightSampler
 
 __all__ = ["simulate", "NumericalBlowUp", "run_stack", "resolve_device", "resolve_dtype", "make_input",
-           "CHECK_EVERY"]
+           "CHECK_EVERY", "PREFETCH_MIN", "PRECISIONS", "check_precision",
+           "matmul_precision_context"]
 
 CHECK_EVERY = 32  # layers between finiteness checks (one host sync each)
+PREFETCH_MIN = 1 << 16  # samples*tokens*width from which prefetch is on by default (CPU)
+PRECISIONS = ("highest", "tf32", "bf16")
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -183,18 +191,57 @@ def run_stack(setting, sampler: WeightSampler, buffer: StatsBuffer, *, progress:
                 on_layer(layer)
             bar.update(1)
             if layer % CHECK_EVERY == 0 or layer == setting.depth:
+                if sampler.factor_failed():
+                    raise _FactorFailed(layer)
                 bad = buffer.first_bad_layer(checked, layer + 1)
                 if bad is not None:
                     return bad
                 checked = layer + 1
     finally:
         bar.close()
-        sampler.close()
     return None
 
 
+def check_precision(precision: str, device: torch.device, dtype: torch.dtype) -> None:
+    """ValueError naming ``matmul_precision`` unless it is allowed on ``device`` with ``dtype``."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"matmul_precision={precision!r} is not allowed: one of {', '.join(PRECISIONS)}")
+    if precision == "tf32" and device.type != "cuda":
+        raise ValueError("matmul_precision='tf32' is not allowed on the CPU: highest or bf16 (TF32 needs CUDA)")
+    if precision != "highest" and dtype == torch.float64:
+        raise ValueError(f"matmul_precision={precision!r} is not allowed with dtype float64: highest")
+
+
+@contextmanager
+def matmul_precision_context(precision: str, device: torch.device):
+    """Within the block, float32 matmuls on CUDA run at ``precision`` ('highest' = true fp32,
+    'tf32' and 'bf16' = TF32 for what stays float32); restored afterwards."""
+    if device.type != "cuda":
+        yield
+        return
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest" if precision == "highest" else "high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+class _FactorFailed(Exception):
+    """A sync-free Cholesky failed somewhere: the run is redone with QR factors."""
+
+
+def _run_once(setting, sampler: WeightSampler, buffer: StatsBuffer, progress: bool) -> int | None:
+    try:
+        with torch.inference_mode():
+            return run_stack(setting, sampler, buffer, progress=progress)
+    finally:
+        sampler.close()
+
+
 def simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), device="auto", dtype="float32",
-             weights: str = "auto", progress: bool = False, prefetch: bool | None = None):
+             weights: str = "auto", progress: bool = False, prefetch: bool | None = None,
+             matmul_precision: str = "highest", share_factors: bool = True):
     """Monte-Carlo per-layer metrics of ``setting`` at random initialisation.
 
     Parameters
@@ -216,7 +263,17 @@ def simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), devi
     prefetch : bool, optional
         Draw the next blocks' random numbers on a background thread while the current
         block computes (:mod:`simulate.noise`); same numbers either way. Default (None):
-        on for the CPU, off for CUDA (where draws are asynchronous kernels already).
+        on for the CPU when samples*tokens*width >= ``PREFETCH_MIN`` (below, the thread
+        hand-off costs more than the draws), off for CUDA (draws are asynchronous kernels).
+    matmul_precision : {'highest', 'tf32', 'bf16'}
+        'highest': float32 matmuls in full float32. 'tf32' (CUDA only): TF32 tensor-core
+        matmuls (10-bit mantissa inputs, float32 accumulate). 'bf16': the weight products
+        (Gram and L Z, or x W) take bfloat16 inputs with float32 accumulation, the factor
+        and everything else (norms, attention, statistics) stays float32/float64; also on
+        the CPU (slow there; for tests). Statistics are float64 whatever the choice.
+    share_factors : bool
+        One factorisation for the weights that meet the same rows (q/k/v, SwiGLU up/gate);
+        False only for the bench's ablation (same numbers, more work).
 
     Returns
     -------
@@ -234,15 +291,23 @@ def simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), devi
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed={seed!r} is not allowed: an integer >= 0")
     torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
-    if prefetch is None:
-        prefetch = torch_device.type == "cpu"
-    sampler = WeightSampler(seed, samples, torch_device, torch_dtype, weights, prefetch=bool(prefetch))
-    buffer = StatsBuffer(setting.depth, names, samples, torch_device)
-    with torch.inference_mode():
-        bad = run_stack(setting, sampler, buffer, progress=progress)
+    check_precision(matmul_precision, torch_device, torch_dtype)
+    if prefetch is None:  # the thread hand-off has a fixed cost per draw: only for large draws
+        prefetch = torch_device.type == "cpu" and samples * setting.tokens * setting.width >= PREFETCH_MIN
+    options = dict(prefetch=bool(prefetch),
+                   matmul_dtype=torch.bfloat16 if matmul_precision == "bf16" else None,
+                   share_factors=share_factors)
+    with matmul_precision_context(matmul_precision, torch_device):
+        sampler = WeightSampler(seed, samples, torch_device, torch_dtype, weights, **options)
+        buffer = StatsBuffer(setting.depth, names, samples, torch_device)
+        try:
+            bad = _run_once(setting, sampler, buffer, progress)
+        except _FactorFailed:  # rare (rank-deficient rows): redo every product with QR factors
+            sampler = WeightSampler(seed, samples, torch_device, torch_dtype, weights, factor="qr", **options)
+            buffer = StatsBuffer(setting.depth, names, samples, torch_device)
+            bad = _run_once(setting, sampler, buffer, progress)
     upto = setting.depth + 1 if bad is None else bad
     table = table_from_stats(buffer.to_numpy(upto), names)
     if bad is not None:
         raise NumericalBlowUp(bad, table)
     return table
-

@@ -82,15 +82,28 @@ class WeightSampler:
         (:class:`simulate.noise.NoiseSource`); the numbers do not change.
     matmul_dtype : torch.dtype, optional
         Run the weight products in this dtype (bfloat16 on CUDA), the rest in ``dtype``.
+    sync_free : bool, optional
+        Cholesky factorisations never sync with the host: failures are counted on the
+        device (:meth:`factor_failed` reads the count) instead of being fixed by QR on the
+        spot. Default: on for CUDA.
+    factor : {'cholesky', 'qr'}
+        The factorisation of the implicit products ('qr' after a Cholesky failure).
+    share_factors : bool
+        Weights that meet the same rows share one factorisation (:meth:`apply_many`);
+        False factors the rows once per weight (same numbers; the bench's ablation).
     """
 
     def __init__(self, seed: int, samples: int, device: torch.device | str, dtype: torch.dtype,
-                 mode: str = "dense", *, prefetch: bool = False, matmul_dtype: torch.dtype | None = None):
+                 mode: str = "dense", *, prefetch: bool = False, matmul_dtype: torch.dtype | None = None,
+                 sync_free: bool | None = None, factor: str = "cholesky", share_factors: bool = True):
         if mode not in WEIGHT_MODES:
             raise ValueError(f"weights={mode!r} is not allowed: one of {', '.join(WEIGHT_MODES)}")
         self.seed, self.samples = int(seed), int(samples)
         self.device, self.dtype, self.mode = torch.device(device), dtype, mode
-        self.matmul_dtype = matmul_dtype
+        self.matmul_dtype, self.factor, self.share_factors = matmul_dtype, factor, bool(share_factors)
+        if sync_free is None:
+            sync_free = self.device.type == "cuda"
+        self.failures = torch.zeros(1, dtype=torch.int64, device=self.device) if sync_free else None
         self.noise = NoiseSource(self.seed, self.device, prefetch)
         self._implicit = _implicit_module() if mode != "dense" else None
         if mode != "dense" and self._implicit is None:
@@ -107,6 +120,10 @@ class WeightSampler:
     def close(self) -> None:
         """Stop any prefetching."""
         self.noise.close()
+
+    def factor_failed(self) -> bool:
+        """Whether a sync-free Cholesky failed so far (one host sync; False when not sync-free)."""
+        return self.failures is not None and bool(self.failures.item())
 
     def normal(self, key: tuple[int, int], shape: tuple[int, ...], std: float = 1.0) -> torch.Tensor:
         """i.i.d. N(0, std^2) numbers of ``shape`` from the generator of ``key``."""
@@ -136,12 +153,15 @@ class WeightSampler:
         up/gate); each W_i keeps its own key, so the numbers do not depend on the grouping.
         """
         samples, rows, d_in = x.shape
+        if not self.share_factors and len(keys) > 1:
+            return tuple(self.apply_many(x, (key,), (n,), (std,))[0] for key, n, std in zip(keys, d_outs, stds))
         if self.matmul_dtype is not None:
             x = x.to(self.matmul_dtype)
         method = self._method(rows, d_in, sum(d_outs), x.dtype)
         if method != "dense":
             draws = [lambda shape, key=key: self.noise.normal(key, shape) for key in keys]
-            outs = self._implicit.gaussian_products(x, d_outs, stds, method=method, draws=draws)
+            outs = self._implicit.gaussian_products(x, d_outs, stds, method=method, draws=draws,
+                                                    failures=self.failures)
         else:
             outs = [torch.bmm(x, self.normal(key, (samples, d_in, n), std).to(x.dtype))  # (S, m, n)
                     for key, n, std in zip(keys, d_outs, stds)]
@@ -152,5 +172,7 @@ class WeightSampler:
         if self._implicit is None or self.mode == "dense":
             return "dense"
         if self.mode == "implicit":
-            return "implicit" if rows <= d_in else "dense"
-        return self._implicit.choose_method(self.samples, rows, d_in, d_out, self.device, dtype=dtype)
+            method = "cholesky" if rows <= d_in else "dense"
+        else:
+            method = self._implicit.choose_method(self.samples, rows, d_in, d_out, self.device, dtype=dtype)
+        return self.factor if method == "cholesky" else method

@@ -39,6 +39,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_cache(tmp_path_factory):
+    """One simulator cache for the whole session, never the user's own cache."""
+    path = tmp_path_factory.getbasetemp() / "depth-workbench-cache"
+    path.mkdir(exist_ok=True)
+    previous = os.environ.get("DEPTH_WORKBENCH_CACHE")
+    os.environ["DEPTH_WORKBENCH_CACHE"] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop("DEPTH_WORKBENCH_CACHE", None)
+    else:
+        os.environ["DEPTH_WORKBENCH_CACHE"] = previous
+
+
 @pytest.fixture(autouse=True)
 def _seed_everything():
     random.seed(0)

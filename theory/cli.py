@@ -42,8 +42,11 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Pat
     path = Path(path)
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
     os.close(handle)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
         write(temp)
+        os.chmod(temp, 0o666 & ~umask)  # mkstemp's 0600 -> the permissions of an ordinary new file
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -6,7 +6,8 @@ For ``z ~ N(0, q)`` this module computes, vectorised over an array of variances 
 - :func:`derivative_moment` ``E[phi'(z)^2]`` (ReLU exact ``1/2``), for Jacobian terms,
 - :func:`swiglu_jvp_gain` ``q E[silu'(z)^2] + E[silu(z)^2]`` (the SwiGLU tangent gain),
 - :func:`dual_kernel` ``E[phi(z) phi(z')]`` for ``(z, z')`` with variance ``q`` and
-  correlation ``r`` (ReLU: the arc-cosine closed form; others by 2-D Gauss-Hermite).
+  correlation ``r`` (ReLU: the arc-cosine closed form; others by 2-D Gauss-Hermite),
+  :func:`derivative_kernel` the same for ``phi'``.
 
 Quadrature (derived here; errors measured against ``scipy.integrate.quad`` with
 ``epsrel=1e-13`` and against a rule of twice the order):
@@ -43,7 +44,7 @@ from scipy.special import erf, expit
 __all__ = [
     "ACTIVATION_NAMES", "activation", "activation_derivative", "gauss_hermite",
     "gaussian_expectation", "second_moment", "derivative_moment", "swiglu_jvp_gain",
-    "dual_kernel", "relu_dual_kernel", "many_moments",
+    "dual_kernel", "relu_dual_kernel", "derivative_kernel", "many_moments",
 ]
 
 ACTIVATION_NAMES = ("relu", "gelu", "silu", "swiglu")
@@ -210,6 +211,29 @@ def dual_kernel(name: str, q, r, order: int = 64) -> np.ndarray:
     z2 = sq * (rr * x[:, None] + np.sqrt(1 - rr * rr) * x[None, :])  # (*shape, order, order)
     kernel = np.einsum("...ij,i,j->...", phi(z1) * phi(z2), w, w)
     return kernel * q * r if name == "swiglu" else kernel
+
+
+def derivative_kernel(name: str, q, r, order: int = 64) -> np.ndarray:
+    """``E[phi'(z) phi'(z')]``, ``(z, z')`` centred Gaussian, variances ``q``, correlation ``r``.
+
+    For ``swiglu`` that of the SiLU gate. ReLU: ``(pi - arccos r)/(2 pi)`` (degree-0
+    arc-cosine kernel, Cho & Saul 2009); GELU/SiLU: 64 x 64 Gauss-Hermite as
+    :func:`dual_kernel` (same error statement). Source: derived here (tangent covariance
+    between tokens of an MLP branch, :mod:`theory.covariance`).
+
+    >>> float(derivative_kernel("relu", 1.0, 0.0)), round(float(derivative_kernel("relu", 2.0, 1.0)), 12)
+    (0.25, 0.5)
+    """
+    q, r = np.broadcast_arrays(np.asarray(q, dtype=float), np.clip(np.asarray(r, dtype=float), -1, 1))
+    if name == "relu":
+        return (np.pi - np.arccos(r)) / (2 * np.pi) + 0.0 * q
+    dphi = activation_derivative(name)
+    x, w = gauss_hermite(order)
+    sq = np.sqrt(q)[..., None, None]
+    rr = r[..., None, None]
+    z1 = sq * x[:, None]
+    z2 = sq * (rr * x[:, None] + np.sqrt(1 - rr * rr) * x[None, :])
+    return np.einsum("...ij,i,j->...", dphi(z1) * dphi(z2), w, w)
 
 
 def many_moments(func, q, max_direct: int = 4096) -> np.ndarray:

@@ -2,22 +2,33 @@
 
 ``predict(setting)`` returns a long table with columns ``layer, metric, law, kind, value``
 (CONTRACT.md): layer 0 is the input, layer ``l`` the stream after block ``l``. The
-random-init laws come from one recursion over the sublayers of the stack
-(:func:`theory.tokens.token_recursion`, derivations in :mod:`theory.tokens`), which
-tracks the per-coordinate second moment ``v`` and the mean inter-token covariance
-``c``. Assumptions (derived here): i.i.d. zero-mean Gaussian weights, no biases, norms
+random-init laws come from one recursion over the sublayers of the stack: the T x T
+token-covariance recursion :func:`theory.covariance.stream_recursion` (per-position
+covariance ``K[t, t']``, with tangent covariances for ``jac_dev`` and ``e2e_gain``), step by
+step for the first blocks, then by geometric strides (additive schemes; numerical error
+< 3e-3) or, for post/deepnorm/mix/none tails, the older pair recursion
+:func:`theory.tokens.token_recursion` (mean variance and mean inter-token covariance).
+Assumptions (derived here): i.i.d. zero-mean Gaussian weights, no biases, norms
 without epsilon (``||N(x)||^2 = d`` exactly), branch masks ``Bernoulli(rho)`` over
 features shared by the tokens; the stream coordinates are then zero-mean and
 uncorrelated, so the ``var`` metric (unbiased over features) equals ``v`` in expectation.
 
 Kinds: ``exact`` where the law is an equality in expectation under these assumptions
 (Pre-LN-type variance of linear/MLP stacks, LNS, masked linear, ReLU without norm, post
-and sandwich norms, skipinit, MoE MLP variance); ``approx`` where a mean-field step
-enters (attention: equal pairwise token cosines, independent attention rows; Jacobian
-and angular metrics: ``E[ratio] ~ ratio of expectations``, Gaussian stream for
-``E[1/rms^2]``); paper
-statements as ``approx`` (P1 recursions with ``c = 1``, P2 Theorems 4, 5, GQA) or
-``upper`` (P2 Theorems 1, 2).
+and sandwich norms, skipinit, MoE MLP variance) and, in the uniform-attention regime
+(normalised attention inputs, score variance ``alpha_q alpha_k g^4 <= UNIFORM_TAU2 = 0.02``,
+e.g. the llama init ``s = 0.02`` up to d = 360; Pre-LN-type schemes; not MoE), the attention
+curves ``var``, ``var_attn`` and ``token_cos`` of the T x T recursion: exact in the mean-field
+limit ``d -> infinity`` (the norm's cosines are ratios: bias ``O(1/d)``). Monte-Carlo (float64,
+llama init, T = 64, input std 0.02 and 1, Pre-LN and LNS): within 3 sem at d = 128 (256
+samples, tau^2 = 0.003), d = 256 (128 samples, tau^2 = 0.0105), d = 360 (96 samples,
+tau^2 = 0.021); at d = 32 4-5 % off, about 4 sem with 512 samples.
+``approx`` where a further step enters (softmax rows with ``tau^2 > 0.01``: exchangeable,
+independent rows with the softmax correction on the diagonal, RoPE through
+:func:`theory.covariance.rope_spread`; Jacobian and angular metrics: ``E[ratio] ~ ratio of
+expectations``, Gaussian stream for ``E[1/rms^2]``, attention tangents through the values
+only); paper statements as ``approx`` (P1 recursions with ``c = 1``, P1's LN Jacobian
+``J ~ I + f'/sigma`` read as ``jac_dev``, P2 Theorems 4, 5, GQA) or ``upper`` (P2 Theorems 1, 2).
 
 >>> table = predict(Setting(preset=None, block="linear", depth=3, width=64))
 >>> sub = table[(table.metric == "var") & (table.law == "exact-preln-init")]
@@ -36,7 +47,8 @@ import pandas as pd
 import sympy as sp
 
 from theory.setting import Setting, SettingError, add_setting_arguments, setting_from_args
-from theory.tokens import ATTENTION, LINEAR, MLP, MOE, SublayerPlan, attention_table, kernel_table, token_recursion
+from theory.covariance import UNIFORM_TAU2, stream_recursion
+from theory.tokens import ATTENTION, LINEAR, MLP, MOE, SublayerPlan, attention_table, kernel_table
 
 __all__ = ["predict", "build_plan", "moe_gate_square_sum", "weight_decay_variance", "weight_decay_bound",
            "p1_recursion", "main", "COLUMNS"]
@@ -44,6 +56,7 @@ __all__ = ["predict", "build_plan", "moe_gate_square_sum", "weight_decay_varianc
 COLUMNS = ("layer", "metric", "law", "kind", "value")
 _SUBLAYERS = {"linear": (LINEAR,), "mlp": (MLP,), "attention": (ATTENTION,), "transformer": (ATTENTION, MLP),
               "moe": (ATTENTION, MOE)}
+_PRE_LIKE = ("pre", "lns", "scaled-init", "depth-scaled-init", "layerscale")  # additive, normed inputs
 _RAW_TAU2_MAX = 25.0  # attention scores of un-normalised streams: table clipped here (approx)
 
 
@@ -211,31 +224,55 @@ def _homogeneous(setting: Setting) -> bool:
     return setting.block == "linear" or (setting.block == "mlp" and setting.activation == "relu")
 
 
-def _var_exact(setting: Setting, plan: SublayerPlan) -> np.ndarray:
+def _uniform_attention(setting: Setting, plan: SublayerPlan) -> bool:
+    """Attention in the uniform regime: normed inputs, score variance ``alpha_q alpha_k g^4 <= UNIFORM_TAU2``.
+
+    There the matrix recursion (:mod:`theory.covariance`) is exact in the mean-field limit
+    (attention rows uniform up to ``O(tau^2)``, which the softmax term corrects on the diagonal).
+    MoE blocks are excluded (their routing overlap between tokens is interpolated).
+    """
+    attn = plan.kind == ATTENTION
+    if not attn.any() or setting.alignment > 0 or setting.block == "moe":
+        return False
+    tau2 = plan.alpha_qk[attn] * plan.in_scale2[attn] ** 2
+    return bool(plan.norm_input[attn].all() and tau2.max() <= UNIFORM_TAU2)
+
+
+def _matrix_blocks(setting: Setting, out: dict) -> np.ndarray:
+    """(L,) bool: blocks computed by the T x T recursion (before the switch to the pair recursion)."""
+    return np.arange(1, setting.depth + 1) <= (setting.depth if out["mode"] == "stride" else out["matrix_blocks"])
+
+
+def _var_exact(setting: Setting, plan: SublayerPlan, out: dict) -> np.ndarray:
     """Per block: is the ``var`` law exact (module docstring)? (L,) bool."""
     last = np.arange(setting.depth) * len(_SUBLAYERS[setting.block]) + len(_SUBLAYERS[setting.block]) - 1
     normed_after = plan.norm_after[last]
-    attention_free = setting.block in ("linear", "mlp")
+    uniform = _uniform_attention(setting, plan) and setting.scheme not in ("mix", "none")
+    attention_free = setting.block in ("linear", "mlp") or (uniform & _matrix_blocks(setting, out))
     if setting.alignment > 0:
-        base = attention_free and setting.scheme in ("pre", "lns", "scaled-init", "depth-scaled-init", "layerscale")
+        base = setting.block in ("linear", "mlp") and setting.scheme in ("pre", "lns", "scaled-init",
+                                                                       "depth-scaled-init", "layerscale")
     elif setting.scheme in ("sandwich", "peri", "skipinit"):
         base = setting.norm == "rmsnorm" or setting.scheme == "skipinit"
     elif setting.scheme == "none":
         base = _homogeneous(setting)
     elif setting.scheme == "mix":  # the Pre-LN part adds exact increments to the exact v = 1
-        base = attention_free
+        base = setting.block in ("linear", "mlp")
     else:
-        base = attention_free and not plan.norm_after.any()
+        base = attention_free & (not plan.norm_after.any())
     return normed_after | base if setting.norm == "rmsnorm" or setting.alignment > 0 else np.full(setting.depth, base)
 
 
-def _branch_exact(setting: Setting, plan: SublayerPlan, idx: np.ndarray) -> np.ndarray:
-    """Per step in ``idx``: is the branch variance exact (MLP/linear/MoE branches only)?"""
+def _branch_exact(setting: Setting, plan: SublayerPlan, idx: np.ndarray, out: dict) -> np.ndarray:
+    """Per step in ``idx``: is the branch variance exact (MLP/linear/MoE; attention in the uniform regime)?"""
     kind = plan.kind[idx]
     normed_input = plan.norm_input[idx] | plan.norm_branch[idx]
     after_norm = (plan.block[idx] >= 2) & plan.norm_after.any()  # post/deepnorm: ||x||^2 = d
     homogeneous = (kind == LINEAR) | (setting.activation == "relu")
-    return (kind != ATTENTION) & (normed_input | after_norm | homogeneous) & (setting.alignment == 0)
+    in_matrix = _matrix_blocks(setting, out)[plan.block[idx] - 1]
+    uniform = ((kind == ATTENTION) & _uniform_attention(setting, plan) & in_matrix
+               & (setting.scheme not in ("mix", "none")) & ~plan.norm_branch[idx])
+    return ((kind != ATTENTION) & (normed_input | after_norm | homogeneous) & (setting.alignment == 0)) | uniform
 
 
 # -- assembling the table ---------------------------------------------------------------------
@@ -280,26 +317,34 @@ def _random_init_rows(setting: Setting, plan: SublayerPlan, out: dict) -> list[t
     law = _var_law(setting)
     correction = setting.width / (setting.width - 1) if setting.norm == "layernorm" else 1.0
     var = np.concatenate([[v0], np.where(plan.norm_after[last], out["v"][last] * correction, out["v"][last])])
-    exact = np.concatenate([[True], _var_exact(setting, plan)])
+    exact = np.concatenate([[True], _var_exact(setting, plan, out)])
     frames = [_rows(layers, "var", law, exact, var)]
     for code, metric in ((ATTENTION, "var_attn"), (MLP, "var_mlp"), (MOE, "var_mlp"), (LINEAR, "var_mlp")):
         idx = np.flatnonzero(plan.kind == code)
         if len(idx):
             branch_law = {"var_attn": "exact-gqa-init" if setting.group_size > 1 else "exact-causal-attention"}.get(
                 metric, "exact-moe" if code == MOE else law)
-            frames.append(_rows(plan.block[idx], metric, branch_law, _branch_exact(setting, plan, idx),
+            frames.append(_rows(plan.block[idx], metric, branch_law, _branch_exact(setting, plan, idx, out),
                                 out["branch"][idx]))
-    cos = np.clip(_block_products(out["cos"], per_block), -1.0, 1.0)
-    frames.append(_rows(layers[1:], "angular", law, "approx", np.arccos(cos) / np.pi))
+    frames.append(_rows(layers[1:], "angular", law, "approx", out["angular"]))
     if setting.tokens >= 2:
-        token_cos = np.concatenate([[c0 / v0], out["c"][last] / out["v"][last]])
-        frames.append(_rows(layers, "token_cos", "exact-causal-attention", "approx", token_cos))
+        token_cos = np.concatenate([[c0 / v0], out["tcos"][last]])
+        exact_cos = _uniform_attention(setting, plan) & _matrix_blocks(setting, out) & (setting.scheme in _PRE_LIKE)
+        frames.append(_rows(layers, "token_cos", "exact-causal-attention", np.concatenate([[True], exact_cos]),
+                            token_cos))
     gain = _block_products(1.0 + out["jac2"], per_block)  # (L,); NaN for blocks normalising the sum
     finite = np.isfinite(gain)
     if setting.alignment == 0 and finite.any():
         frames.append(_rows(layers[1:][finite], "jac_dev", "exact-jacobian-init", "approx", np.sqrt(gain[finite] - 1.0)))
+    if setting.alignment == 0 and plan.norm_input.all() and not plan.norm_branch.any() and finite.all():
+        # P1's LN Jacobian dLN/dx ~ (g/sigma) I: J_l - I ~ sum of (g/sigma) df/dh, no projection, no
+        # E[1/rms^2] correction, no product of sublayers: jac_dev^2 ~ sum_sublayers g^2 ||df/dh||^2/(d sigma^2)
+        d = setting.width
+        proj = (d - 1) / (d - 2) if d > 2 else 1.0
+        p1 = np.sqrt(out["jac2"].reshape(-1, per_block).sum(axis=1) / proj)
+        frames.append(_rows(layers[1:], "jac_dev", "p1-ln-jacobian", "approx", p1))
     if setting.alignment == 0 and finite.all():  # tangent of an isotropic probe: gains multiply
-        e2e = np.sqrt(np.exp(np.cumsum(np.log(gain))))
+        e2e = np.sqrt(np.exp(np.cumsum(np.log(_block_products(out["e2e2"], per_block)))))
         frames.append(_rows(layers, "e2e_gain", "exact-jacobian-init", "approx", np.concatenate([[1.0], e2e])))
     return frames
 
@@ -350,7 +395,7 @@ def predict(setting: Setting) -> pd.DataFrame:
     plan = build_plan(setting)
     v0, c0 = input_moments(setting)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a blow-up gives inf/NaN rows
-        out = token_recursion(plan, v0, c0)
+        out = stream_recursion(plan, v0, c0, setting.tokens, setting.causal, setting.head_dim)
         frames = _random_init_rows(setting, plan, out) + _paper_rows(setting, plan)
     moe = np.flatnonzero(plan.kind == MOE)
     if len(moe):

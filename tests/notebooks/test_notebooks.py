@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nbformat
@@ -12,20 +11,6 @@ from nbclient import NotebookClient
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 CELL_TIMEOUT_S = 180
-
-
-@pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory):
-    """One simulator cache for the session (the same path in every test module that asks)."""
-    path = tmp_path_factory.getbasetemp() / "depth-workbench-cache"
-    path.mkdir(exist_ok=True)
-    previous = os.environ.get("DEPTH_WORKBENCH_CACHE")
-    os.environ["DEPTH_WORKBENCH_CACHE"] = str(path)
-    yield path
-    if previous is None:
-        os.environ.pop("DEPTH_WORKBENCH_CACHE", None)
-    else:
-        os.environ["DEPTH_WORKBENCH_CACHE"] = previous
 
 
 def test_the_five_notebooks_exist():

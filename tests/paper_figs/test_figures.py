@@ -15,20 +15,6 @@ from paper_figs.__main__ import main
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory):
-    """One simulator cache for the session (the same path in every test module that asks)."""
-    path = tmp_path_factory.getbasetemp() / "depth-workbench-cache"
-    path.mkdir(exist_ok=True)
-    previous = os.environ.get("DEPTH_WORKBENCH_CACHE")
-    os.environ["DEPTH_WORKBENCH_CACHE"] = str(path)
-    yield path
-    if previous is None:
-        os.environ.pop("DEPTH_WORKBENCH_CACHE", None)
-    else:
-        os.environ["DEPTH_WORKBENCH_CACHE"] = previous
-
-
 @pytest.mark.parametrize("name", sorted(FIGURES))
 def test_figure_builds_png_and_pdf(name, tmp_path, shared_cache):
     paths = [Path(p) for p in FIGURES[name](tmp_path, True)]

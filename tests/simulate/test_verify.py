@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 import pandas as pd
 import pytest
@@ -12,20 +11,6 @@ from simulate import verify as verify_module
 from simulate.verify import COLUMNS, classify, main, verify
 
 EXACT_IDS = [i for i, lemma in theory.LEMMAS.items() if lemma.kind in ("exact", "bridge")]
-
-
-@pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory):
-    """One simulator cache for the session (the same path in every test module that asks)."""
-    path = tmp_path_factory.getbasetemp() / "depth-workbench-cache"
-    path.mkdir(exist_ok=True)
-    previous = os.environ.get("DEPTH_WORKBENCH_CACHE")
-    os.environ["DEPTH_WORKBENCH_CACHE"] = str(path)
-    yield path
-    if previous is None:
-        os.environ.pop("DEPTH_WORKBENCH_CACHE", None)
-    else:
-        os.environ["DEPTH_WORKBENCH_CACHE"] = previous
 
 
 @pytest.fixture(scope="session")

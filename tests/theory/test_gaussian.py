@@ -68,3 +68,16 @@ def test_many_moments_spline_is_accurate():
     q = np.geomspace(1e-9, 1e3, 50_001)
     for func in (lambda x: second_moment("gelu", x), lambda x: derivative_moment("silu", x), swiglu_jvp_gain):
         np.testing.assert_allclose(many_moments(func, q, max_direct=10)[::499], func(q[::499]), rtol=5e-9)
+
+
+@pytest.mark.parametrize("name", ["relu", "gelu", "silu"])
+def test_derivative_kernel_against_monte_carlo(name):
+    from theory.gaussian import derivative_kernel
+    rng = np.random.default_rng(2)
+    q, r, n = 1.5, 0.6, 400_000
+    z1 = rng.standard_normal(n) * math.sqrt(q)
+    z2 = (r * z1 / math.sqrt(q) + math.sqrt(1 - r * r) * rng.standard_normal(n)) * math.sqrt(q)
+    prod = activation_derivative(name)(z1) * activation_derivative(name)(z2)
+    assert abs(prod.mean() - float(derivative_kernel(name, q, r))) < 4 * prod.std() / math.sqrt(n)
+    np.testing.assert_allclose(derivative_kernel(name, np.array([0.3, 2.0]), 1.0),
+                               derivative_moment(name, np.array([0.3, 2.0])), rtol=1e-9)

@@ -134,7 +134,7 @@ def test_jacobian_and_angular_for_linear_preln():
     setting = _setting(block="linear")
     table = predict(setting)
     var = _curve(table, "var", kind="exact")
-    jac = _curve(table, "jac_dev")
+    jac = _curve(table, "jac_dev", "exact-jacobian-init")
     np.testing.assert_allclose(jac, np.sqrt(setting.alpha * (63 / 62) / var[:-1]), rtol=1e-12)
     np.testing.assert_allclose(_curve(table, "angular"), np.arccos(np.sqrt(var[:-1] / var[1:])) / np.pi)
 
@@ -189,7 +189,7 @@ def test_preln_relu_mlp_jacobian_monte_carlo():
     rng = np.random.default_rng(5)
     samples, width, ffn, sigma2 = 400, 128, 256, 3.0
     setting = _setting(block="mlp", activation="relu", width=width, ffn_width=ffn, depth=1, input_std=math.sqrt(sigma2))
-    predicted = _curve(predict(setting), "jac_dev")[0] ** 2
+    predicted = _curve(predict(setting), "jac_dev", "exact-jacobian-init")[0] ** 2
     s = 1 / math.sqrt(width)
     values = []
     for _ in range(samples):
