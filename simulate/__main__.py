@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from theory.cli import CliParser, fail
+from theory.cli import CliParser, atomic_write, fail
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 
 PROG = "python -m simulate"
@@ -80,10 +80,8 @@ def plot_table(table, path: Path) -> None:
         axis.set_ylabel(name)
     axes[-1, 0].set_xlabel("layer")
     fig.tight_layout()
-    temp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(temp, dpi=110)
+    atomic_write(path, lambda temp: fig.savefig(temp, format="png", dpi=110))
     plt.close(fig)
-    temp.replace(path)
 
 
 def run(argv: list[str]) -> int:

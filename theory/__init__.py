@@ -7,8 +7,8 @@ Imports no torch and nothing of ``simulate``.
   :mod:`theory.jacobians`: the block-Jacobian laws (re-exported by ``recursions``).
 - :mod:`theory.bounds`: paper statements (THEORY.md A) and their derived growth.
 - :mod:`theory.lemmas`: ``LEMMAS`` (id -> :class:`Lemma`), ``lemma(id)``, ``growth_class(id)``.
-- :mod:`theory.predict` (when present): ``predict(setting)``, ``weight_decay_variance``,
-  ``weight_decay_bound``, numeric per-layer curves.
+- :mod:`theory.prediction`: ``predict(setting)``, ``weight_decay_variance``,
+  ``weight_decay_bound``, numeric per-layer curves (re-exported here).
 
 >>> import theory
 >>> theory.lemma("p2-thm-1").kind
@@ -18,22 +18,10 @@ Imports no torch and nothing of ``simulate``.
 from theory.setting import Setting, SettingError
 from theory import bounds, jacobians, recursions, symbols
 from theory.lemmas import LEMMA_IDS, LEMMAS, Lemma, derive_growth, growth_class, lemma
+from theory.prediction import predict, weight_decay_bound, weight_decay_variance
 
 __all__ = [
     "Setting", "SettingError", "Lemma", "LEMMAS", "LEMMA_IDS", "lemma", "growth_class",
     "derive_growth", "symbols", "recursions", "jacobians", "bounds",
+    "predict", "weight_decay_variance", "weight_decay_bound",
 ]
-
-# Numeric predictions live in theory.predict (owned by another module). Bind them here so
-# that ``theory.predict`` is the function of CONTRACT.md, not the submodule; only a
-# missing theory/predict.py is tolerated, any other import error propagates.
-try:
-    import theory.predict as _predict_module
-except ModuleNotFoundError as error:  # pragma: no cover - until theory/predict.py exists
-    if error.name != "theory.predict":
-        raise
-else:
-    for _name in ("predict", "weight_decay_variance", "weight_decay_bound"):
-        if hasattr(_predict_module, _name):
-            globals()[_name] = getattr(_predict_module, _name)
-            __all__.append(_name)

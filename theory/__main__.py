@@ -3,7 +3,7 @@
 - ``list [--kind KIND]``: one line per lemma, ``ID  SOURCE  statement``.
 - ``show ID [--ascii] [--no-check]``: the statement in Unicode (``sympy.pretty``) and
   LaTeX, assumptions, closed form, derived growth class, symbolic-check result, notes.
-- ``predict [SETTING FLAGS] --out FILE.csv``: handed to ``theory.predict.main(argv)``.
+- ``predict [SETTING FLAGS] --out FILE.csv``: handed to ``theory.prediction.main(argv)``.
 
 Bad input (an unknown id, a bad flag): exit code 2 and one line on stderr.
 
@@ -116,12 +116,8 @@ def _emit(text: str) -> None:
 
 
 def _run_predict(argv: Sequence[str]) -> int:
-    try:
-        from theory.predict import main as predict_main
-    except ModuleNotFoundError as error:
-        if error.name != "theory.predict":
-            raise
-        fail(f"{PROG} predict", "theory.predict is not available in this checkout", code=1)
+    from theory.prediction import main as predict_main
+
     return int(predict_main(list(argv)) or 0)
 
 

@@ -18,7 +18,7 @@ import sympy as sp
 
 from theory.symbols import (
     G, H, L, T, a, alpha, b, c, cos_tok, d_ff, eta, g, j, k, kappa, l, lam, q, rho, s,
-    sigma, sigma_0, sigma_G, t, u0_var, v, v_attn, v_mlp, x,  # v: used by a doctest
+    sigma, sigma_0, sigma_G, t, u0_var, v, v_attn, v_mlp, x,  # noqa: F401 (v: in a doctest)
 )
 
 __all__ = [

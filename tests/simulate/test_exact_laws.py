@@ -165,8 +165,6 @@ def test_agrees_with_theory_predict_exact_rows(mc_close, case):
     """theory.predict's 'exact' var/var_mlp rows (where it gives them) within 4 sem."""
     import theory
 
-    if not hasattr(theory, "predict"):
-        pytest.skip("theory.predict is not there yet")
     setting = make(**PREDICT_CASES[case])
     predicted = theory.predict(setting)
     predicted = predicted[(predicted.kind == "exact") & predicted.metric.isin(["var", "var_mlp"])]

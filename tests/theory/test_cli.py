@@ -91,6 +91,6 @@ def test_predict_is_dispatched_to_theory_predict_main(monkeypatch):
         seen["argv"] = argv
         return 7
 
-    monkeypatch.setitem(sys.modules, "theory.predict", types.SimpleNamespace(main=fake_main))
+    monkeypatch.setitem(sys.modules, "theory.prediction", types.SimpleNamespace(main=fake_main))
     assert main(["predict", "--depth", "3", "--help"]) == 7
     assert seen["argv"] == ["--depth", "3", "--help"]

@@ -11,7 +11,8 @@ import pytest
 from theory.gaussian import second_moment
 from theory.setting import Setting
 
-predict_module = __import__("importlib").import_module("theory.predict")
+import theory.prediction as predict_module
+from theory.bounds import iterate_p1_lemma_3_2
 predict = predict_module.predict
 
 
@@ -89,7 +90,7 @@ def test_p2_theorem_1_bound_is_above_exact_law():
 def test_p1_recursion_rows():
     table = predict(_setting(block="mlp", activation="relu", depth=3))
     np.testing.assert_allclose(_curve(table, "var", "p1-lemma-3.2"),
-                               predict_module.p1_recursion(1.0, 3), rtol=1e-14)
+                               iterate_p1_lemma_3_2(1.0, 1.0, 3), rtol=1e-14)
 
 
 def test_moe_uniform_gates_factor_and_thm5():

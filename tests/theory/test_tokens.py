@@ -11,7 +11,7 @@ from theory.setting import Setting
 from theory.tokens import (
     attention_moments, attention_table, causal_pair_overlap, kernel_table, mlp_moments, softmax_square_sum,
 )
-from theory.predict import build_plan, input_moments
+from theory.prediction import build_plan, input_moments
 from theory.tokens import token_recursion
 from theory.covariance import stream_recursion
 
@@ -266,7 +266,7 @@ def test_stride_tail_matches_full_loop(kw):
 
 def test_uniform_regime_labels():
     """Small scores (llama init): attention curves exact; alpha = 1 (scores of variance ~1): approx."""
-    from theory.predict import predict
+    from theory.prediction import predict
     small = predict(Setting.preset("llama", depth=6, width=64, heads=4, tokens=16))
     large = predict(Setting(depth=6, width=64, heads=4, tokens=16))
     for table, kind in ((small, "exact"), (large, "approx")):

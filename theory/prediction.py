@@ -46,12 +46,13 @@ import numpy as np
 import pandas as pd
 import sympy as sp
 
+from theory.bounds import iterate_p1_lemma_3_2, iterate_p1_lns
 from theory.setting import Setting, SettingError, add_setting_arguments, setting_from_args
 from theory.covariance import UNIFORM_TAU2, stream_recursion
 from theory.tokens import ATTENTION, LINEAR, MLP, MOE, SublayerPlan, attention_table, kernel_table
 
 __all__ = ["predict", "build_plan", "moe_gate_square_sum", "weight_decay_variance", "weight_decay_bound",
-           "p1_recursion", "main", "COLUMNS"]
+           "main", "COLUMNS"]
 
 COLUMNS = ("layer", "metric", "law", "kind", "value")
 _SUBLAYERS = {"linear": (LINEAR,), "mlp": (MLP,), "attention": (ATTENTION,), "transformer": (ATTENTION, MLP),
@@ -184,30 +185,6 @@ def build_plan(setting: Setting) -> SublayerPlan:
 
 
 # -- P1 recursions (paper, c = 1) -------------------------------------------------------------
-def p1_recursion(v0: float, depth: int, lns: bool = False, c: float = 1.0) -> np.ndarray:
-    """P1 Lemma 3.2 ``x_l = x_{l-1} (1 + c/sqrt(x_{l-1}))`` (LNS: ``... c/(sqrt(x_{l-1}) sqrt(l))``).
-
-    Returns ``x_0..x_depth`` with ``x = sigma^2``. A float loop (no closed form; ~0.2 us
-    per layer); asymptotically ``x_L ~ c^2 L^2/4`` (Lemma 3.2) and ``~ c^2 L`` (LNS form).
-    Source: P1 Lemma 3.2 and P1's LNS analysis, read with constant ``c`` (THEORY.md A.1, A.4).
-
-    >>> p1_recursion(1.0, 2).tolist()
-    [1.0, 2.0, 3.414213562373095]
-    """
-    out = [float(v0)]
-    value, sqrt = float(v0), math.sqrt
-    append = out.append
-    if lns:
-        for layer in range(1, depth + 1):
-            value += c * sqrt(value / layer)
-            append(value)
-    else:
-        for _ in range(depth):
-            value += c * sqrt(value)
-            append(value)
-    return np.asarray(out)
-
-
 # -- which laws are exact ---------------------------------------------------------------------
 def _var_law(setting: Setting) -> str:
     if setting.alignment > 0:
@@ -356,7 +333,7 @@ def _paper_rows(setting: Setting, plan: SublayerPlan) -> list[tuple]:
     rho, scheme, frames = setting.mask_density, setting.scheme, []
     if scheme in ("pre", "lns") and setting.alignment == 0:
         frames.append(_rows(layers, "var", "p1-lns" if scheme == "lns" else "p1-lemma-3.2", "approx",
-                            p1_recursion(v0, depth, lns=scheme == "lns")))
+                            (iterate_p1_lns if scheme == "lns" else iterate_p1_lemma_3_2)(1.0, v0, depth)))
     if scheme == "none" and setting.alignment == 0:
         sub_gains = [setting.alpha if code == LINEAR else setting.alpha**2 if code == ATTENTION
                      else setting.resolved_ffn_width / setting.width * setting.alpha**2 / 2
