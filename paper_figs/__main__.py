@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
-from pathlib import Path
 
-from theory.cli import CliParser, fail
+from theory.cli import CliParser, fail, output_path
 
 from paper_figs import FIGURES
 from paper_figs.style import DEFAULT_OUT_DIR
@@ -18,7 +18,10 @@ PROG = "python -m paper_figs"
 
 def main(argv=None) -> int:
     """Build the selected figures; exit 2 with one line on stderr for an unknown name."""
-    parser = CliParser(prog=PROG, description="Build the paper figures (PNG and PDF).")
+    catalogue = "\n".join(f"  {name:<20} {(build.__doc__ or '').strip().splitlines()[0]}"
+                          for name, build in FIGURES.items())
+    parser = CliParser(prog=PROG, description="Build the paper figures (PNG and PDF).",
+                       epilog=f"figures:\n{catalogue}", formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: seconds per figure on a CPU")
     parser.add_argument("--only", action="append", metavar="NAME", help="build only this figure (repeatable)")
     parser.add_argument("--out", default=str(DEFAULT_OUT_DIR), help=f"output directory (default {DEFAULT_OUT_DIR})")
@@ -27,9 +30,7 @@ def main(argv=None) -> int:
     unknown = [n for n in names if n not in FIGURES]
     if unknown:
         fail(PROG, f"unknown figure {unknown[0]!r}; known: {' '.join(FIGURES)}")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        fail(PROG, f"--out {out} exists and is not a directory")
+    out = output_path(PROG, args.out, directory=True)
     for name in names:
         started = time.perf_counter()
         paths = FIGURES[name](out, args.quick)

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from theory.cli import CliParser, atomic_write, fail
+from theory.cli import CliParser, atomic_write, fail, output_path
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 
 PROG = "python -m simulate"
@@ -61,24 +61,38 @@ def build_parser() -> CliParser:
     return parser
 
 
-def plot_table(table, path: Path) -> None:
-    """One panel per metric: mean and 95% CI over layers; log y where the values span decades."""
+def plot_table(table, path: Path, title: str, blow_up_layer: int | None = None) -> None:
+    """One panel per metric: mean and 95% CI over layers; log y where the values span decades.
+
+    Beyond 1e200 (a run near its blow-up) matplotlib's log axis overflows, so such a
+    panel shows log10 of the mean instead; a blow-up is marked by a red line at its block.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
     names = list(dict.fromkeys(table.metric))
-    fig, axes = plt.subplots(len(names), 1, figsize=(6, 2.2 * len(names)), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(len(names), 1, figsize=(6, 0.6 + 2.2 * len(names)), squeeze=False, sharex=True)
     for axis, name in zip(axes[:, 0], names):
         rows = table[table.metric == name]
-        axis.plot(rows.layer, rows["mean"], lw=1.2)
-        axis.fill_between(rows.layer, rows.ci_low, rows.ci_high, alpha=0.3)
-        positive = rows["mean"][rows["mean"] > 0]
-        if len(positive) == len(rows) and len(rows) > 1 and positive.max() / positive.min() > 100:
-            axis.set_yscale("log")
+        mean = rows["mean"].to_numpy()
+        positive = len(rows) > 1 and bool((mean > 0).all())
+        if positive and mean.max() > 1e200:
+            axis.plot(rows.layer, np.log10(mean), lw=1.2, label="mean")
+            name = f"log10 {name}"
+        else:
+            axis.plot(rows.layer, mean, lw=1.2, label="mean")
+            axis.fill_between(rows.layer, rows.ci_low, rows.ci_high, alpha=0.3, label="95% CI")
+            if positive and mean.max() / mean.min() > 100:
+                axis.set_yscale("log")
+        if blow_up_layer is not None:
+            axis.axvline(blow_up_layer, color="red", lw=1, label=f"blow-up at block {blow_up_layer}")
         axis.set_ylabel(name)
-    axes[-1, 0].set_xlabel("layer")
+        axis.legend(fontsize=7)
+    axes[-1, 0].set_xlabel("layer (block index; 0 = input)")
+    fig.suptitle(title, fontsize=8)
     fig.tight_layout()
     atomic_write(path, lambda temp: fig.savefig(temp, format="png", dpi=110))
     plt.close(fig)
@@ -99,9 +113,7 @@ def run(argv: list[str]) -> int:
         check_precision(args.precision, device, resolve_dtype(args.dtype))
     except (SettingError, ValueError) as error:
         fail(prog, str(error))
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        fail(prog, f"--out {out} exists and is not a directory")
+    out = output_path(prog, args.out, directory=True)
     config = {"setting": setting.to_dict(), "code": code_version(), "command": ["run", *argv],
               "mc": {"samples": args.samples, "seed": args.seed, "metrics": list(metrics), "device": device.type,
                      "dtype": args.dtype, "weights": args.weights, "precision": args.precision,
@@ -117,16 +129,22 @@ def run(argv: list[str]) -> int:
     seconds = time.perf_counter() - start
     config.update(seconds=round(seconds, 4), blow_up_layer=None if blow_up is None else blow_up.layer)
     save_run(out, config, table)
+    (out / "metrics.png").unlink(missing_ok=True)  # never leave the plot of an earlier run beside this one
+    summary = (f"{setting.scheme}/{setting.block} L={setting.depth} d={setting.width} T={setting.tokens} "
+               f"S={args.samples} on {device.type}")
     if args.plot and len(table):
-        plot_table(table, out / "metrics.png")
+        plot_table(table, out / "metrics.png", summary, None if blow_up is None else blow_up.layer)
     if blow_up is not None:
         print(f"{prog}: {blow_up} -> {out}", file=sys.stderr)
         return 1
     final = table[(table.metric == "var") & (table.layer == setting.depth)]
-    final_text = (f"final var {final['mean'].iloc[0]:.5g} +- {final['sem'].iloc[0]:.2g}, " if len(final) else "")
+    if len(final):
+        sem = final["sem"].iloc[0]
+        final_text = f"final var {final['mean'].iloc[0]:.5g} +- " + (f"{sem:.2g}, " if sem == sem else "n/a (one sample), ")
+    else:
+        final_text = ""
     rate = setting.depth * args.samples / max(seconds, 1e-9)
-    print(f"{setting.scheme}/{setting.block} L={setting.depth} d={setting.width} T={setting.tokens} "
-          f"S={args.samples} on {device.type}: {final_text}{seconds:.2f} s, {rate:.0f} layer-samples/s -> {out}")
+    print(f"{summary}: {final_text}{seconds:.2f} s, {rate:.0f} layer-samples/s -> {out}")
     return 0
 
 

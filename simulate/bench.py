@@ -46,7 +46,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import pandas as pd
@@ -54,7 +53,7 @@ import torch
 from tqdm.auto import tqdm
 
 from simulate.results import write_atomic
-from theory.cli import CliParser, fail
+from theory.cli import CliParser, fail, output_path
 from theory.setting import Setting, SettingError
 
 __all__ = ["COLUMNS", "EXTRA_COLUMNS", "CHECK_COLUMNS", "Case", "cases", "run_cases", "main"]
@@ -432,9 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         fail(PROG, f"threads={args.threads} is not allowed: an integer >= 1")
     if args.repeat is not None and args.repeat < 1:
         fail(PROG, f"repeat={args.repeat} is not allowed: an integer >= 1")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        fail(PROG, f"out={args.out!r} is not allowed: a directory (this is a file)")
+    out = output_path(PROG, args.out, directory=True)
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           ("cpu" if args.device == "auto" else args.device))
     try:

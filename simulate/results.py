@@ -51,8 +51,9 @@ def table_from_stats(values: np.ndarray, metrics: tuple[str, ...]) -> pd.DataFra
         for layer in np.nonzero(counts)[0]:
             sample = block[layer][finite[layer]]  # (n,)
             n = int(sample.size)
-            mean = float(sample.mean())
-            sem = float(sample.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+            scale = float(np.abs(sample).max()) or 1.0  # so that squares of values near a blow-up do not overflow
+            mean = scale * float((sample / scale).mean())
+            sem = scale * float((sample / scale).std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
             rows.append((int(layer), name, mean, sem, mean - _Z95 * sem, mean + _Z95 * sem, n))
     return pd.DataFrame(rows, columns=COLUMNS)  # metrics in the given order, layers ascending
 

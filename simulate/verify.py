@@ -42,13 +42,12 @@ import math
 import sys
 import time
 from dataclasses import dataclass, fields
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from simulate.results import write_atomic
-from theory.cli import CliParser, fail
+from theory.cli import CliParser, fail, output_path
 from theory.setting import Setting
 
 __all__ = [
@@ -445,9 +444,7 @@ def main(argv=None) -> int:
     only = None if args.only is None else [i for word in args.only for i in word.split(",") if i]
     if only is not None and (unknown := [i for i in only if i not in theory.LEMMAS]):
         fail(prog, f"unknown lemma id {unknown[0]!r}; known ids: {' '.join(theory.LEMMAS)}")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        fail(prog, f"--out {out} exists and is not a directory")
+    out = output_path(prog, args.out, directory=True)
     started = time.perf_counter()
     table = verify(quick=args.quick, progress=args.progress, only=only)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):

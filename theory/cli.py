@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, NoReturn
 
-__all__ = ["CliParser", "fail", "atomic_write"]
+__all__ = ["CliParser", "fail", "atomic_write", "output_path"]
 
 
 def fail(prog: str, message: str, code: int = 2) -> NoReturn:
@@ -23,7 +23,14 @@ def fail(prog: str, message: str, code: int = 2) -> NoReturn:
 
 
 class CliParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line on stderr, exit code 2."""
+    """An ArgumentParser whose usage errors are one line on stderr, exit code 2.
+
+    Abbreviated flags are refused (``--dept`` is not ``--depth``): a typo must not run.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         fail(self.prog, f"{message} (see --help)")
@@ -51,4 +58,31 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Pat
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    return path
+
+
+def output_path(prog: str, text: str, *, directory: bool) -> Path:
+    """Check an ``--out`` path before any work is done; exit 2 with one line if it cannot be written.
+
+    A file needs an existing, writable parent directory and must not be a directory. A
+    directory may be missing (it is created, with its parents, when the results are
+    written) but must not be a file, and its nearest existing ancestor must be writable.
+    """
+    if not text:
+        fail(prog, "--out is empty: give a " + ("directory" if directory else "file") + " path")
+    path = Path(text)
+    if directory and path.exists() and not path.is_dir():
+        fail(prog, f"--out {path} exists and is not a directory")
+    if not directory and path.is_dir():
+        fail(prog, f"--out {path} is a directory: give a file path")
+    if directory:
+        ancestor = path.absolute()
+        while not ancestor.exists():
+            ancestor = ancestor.parent
+    else:
+        ancestor = path.absolute().parent
+        if not ancestor.is_dir():
+            fail(prog, f"--out: directory {ancestor} does not exist")
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        fail(prog, f"--out: {ancestor} is not a writable directory")
     return path

@@ -39,7 +39,6 @@ only); paper statements as ``approx`` (P1 recursions with ``c = 1``, P1's LN Jac
 from __future__ import annotations
 
 import math
-import os
 import sys
 
 import numpy as np
@@ -52,7 +51,7 @@ from theory.covariance import UNIFORM_TAU2, stream_recursion
 from theory.tokens import ATTENTION, LINEAR, MLP, MOE, SublayerPlan, attention_table, kernel_table
 
 __all__ = ["predict", "build_plan", "moe_gate_square_sum", "weight_decay_variance", "weight_decay_bound",
-           "main", "COLUMNS"]
+           "main", "first_non_finite", "COLUMNS"]
 
 COLUMNS = ("layer", "metric", "law", "kind", "value")
 _SUBLAYERS = {"linear": (LINEAR,), "mlp": (MLP,), "attention": (ATTENTION,), "transformer": (ATTENTION, MLP),
@@ -402,7 +401,7 @@ def main(argv=None) -> int:
 
     Bad settings exit with code 2 and one line on stderr; no file is written.
     """
-    from theory.cli import CliParser, atomic_write, fail
+    from theory.cli import CliParser, atomic_write, fail, output_path
     prog = "python -m theory predict"
     parser = CliParser(prog=prog, description="Per-layer predictions (CSV: layer,metric,law,kind,value).")
     add_setting_arguments(parser)
@@ -412,14 +411,29 @@ def main(argv=None) -> int:
         setting = setting_from_args(args)
     except (SettingError, ValueError) as error:
         fail(prog, str(error))
-    folder = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(folder):
-        fail(prog, f"--out: directory {folder} does not exist")
+    out = output_path(prog, args.out, directory=False)
     table = predict(setting)
-    atomic_write(args.out, lambda temp: write_csv(table, temp))
+    atomic_write(out, lambda temp: write_csv(table, temp))
     metrics = ",".join(sorted(table.metric.unique()))
-    print(f"wrote {len(table)} rows ({setting.depth + 1} layers; {metrics}) to {args.out}")
+    print(f"wrote {len(table)} rows ({setting.depth + 1} layers; {metrics}) to {out}")
+    blow_up = first_non_finite(table)
+    if blow_up:
+        print(f"{prog}: warning: {blow_up}", file=sys.stderr)
     return 0
+
+
+def first_non_finite(table: pd.DataFrame) -> str:
+    """Where the predicted curves leave float64 (inf/nan), one line per table; "" when all are finite.
+
+    >>> first_non_finite(pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "law": "x", "value": [1, 2, np.inf]}))
+    'not finite from layer 2 (var/x at 2); those values are written as inf/nan'
+    """
+    bad = table[~np.isfinite(table["value"].to_numpy(dtype=float))]
+    if bad.empty:
+        return ""
+    starts = bad.groupby(["metric", "law"], observed=True)["layer"].min().sort_values()  # (curves,)
+    curves = ", ".join(f"{metric}/{law} at {layer}" for (metric, law), layer in starts.items())
+    return f"not finite from layer {int(starts.iloc[0])} ({curves}); those values are written as inf/nan"
 
 
 if __name__ == "__main__":  # pragma: no cover

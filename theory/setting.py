@@ -275,6 +275,7 @@ _FLAG_HELP = {
     "lr": "learning rate eta (weight-decay process)", "weight_decay": "weight decay lam",
     "grad_noise_std": "gradient-noise std sigma_G",
 }
+_CHOICES = {"scheme": SCHEMES, "block": BLOCKS, "norm": NORMS, "activation": ACTIVATIONS}
 _FLAG_TYPES = {"int": int, "int | None": int, "float": float, "float | None": float, "bool": _bool,
                "str": str, "str | None": str}
 
@@ -292,9 +293,13 @@ def add_setting_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         flag = "--" + f.name.replace("_", "-")
         # Values are checked by Setting itself, so an error names the field once.
+        choices = _CHOICES.get(f.name)
+        help_text = _FLAG_HELP[f.name] + (f": {', '.join(choices)}" if choices else "")
+        if "default" not in help_text:
+            help_text += f" (default: {f.default})"
         group.add_argument(flag, dest=f.name, type=_FLAG_TYPES[f.type], default=None,
-                           metavar=f.name.upper().replace("_", "-"),
-                           help=f"{_FLAG_HELP[f.name]} (default: {f.default})")
+                           metavar="{true,false}" if f.type == "bool" else f.name.upper().replace("_", "-"),
+                           help=help_text)
 
 
 def setting_from_args(args: argparse.Namespace) -> Setting:
