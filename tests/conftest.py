@@ -18,7 +18,8 @@ import pytest
 # tests/simulate and tests/theory would otherwise import as namespace packages that
 # shadow the real ones (pytest puts tests/ on sys.path): the repository root goes first.
 _ROOT = str(Path(__file__).resolve().parents[1])
-# The test machine is shared: one torch thread per test process unless asked otherwise.
+# The test machine is shared: one torch thread per test process unless asked otherwise (tiny
+# matmuls stall with two threads on a loaded 2-core machine); set before simulate is imported.
 os.environ.setdefault("DEPTH_WORKBENCH_THREADS", "1")
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)

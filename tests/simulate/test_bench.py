@@ -8,29 +8,11 @@ import pandas as pd
 import pytest
 import torch
 
+from simulate import simulate as ours_simulate
 from simulate.naive import naive_simulate
 from theory.setting import Setting
 
-try:
-    from simulate import simulate as ours_simulate
-except ImportError as error:  # simulate-core's package not there yet
-    ours_simulate = None
-    _MISSING = f"simulate.simulate is not importable yet: {error}"
-else:
-    _MISSING = ""
-
-needs_simulate = pytest.mark.skipif(ours_simulate is None, reason=_MISSING or "simulate.simulate missing")
 Z_LIMIT = 4.0
-
-
-@pytest.fixture(autouse=True)
-def _seed_and_one_thread():
-    """Fixed seed; one torch thread (tiny matmuls on a shared 2-core machine stall with more)."""
-    torch.manual_seed(0)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def assert_tables_agree(name: str, ours: pd.DataFrame, naive: pd.DataFrame, limit: float = Z_LIMIT) -> None:
@@ -46,7 +28,6 @@ def assert_tables_agree(name: str, ours: pd.DataFrame, naive: pd.DataFrame, limi
                              f"{row.mean_naive:.6g} (z = {z[worst]:.2f}, limit {limit}, n = {row.n_ours})")
 
 
-@needs_simulate
 @pytest.mark.parametrize("scheme, kv_heads", [("pre", None), ("lns", 2), ("post", None)])
 def test_naive_matches_simulate(scheme, kv_heads):
     """The naive nn.Module stack and the workbench simulator agree in law (64 samples, 4 sem)."""
@@ -65,7 +46,6 @@ def test_naive_rejects_what_it_does_not_model():
         naive_simulate(Setting.preset("llama", width=16, heads=2, depth=1), samples=1, metrics=("jac_dev",))
 
 
-@needs_simulate
 def test_bench_quick_writes_the_table(tmp_path, capsys):
     from simulate.bench import CHECK_COLUMNS, COLUMNS, main
 
@@ -129,7 +109,6 @@ def test_compare_gives_z_of_the_last_layer():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-@needs_simulate
 def test_bench_quick_on_gpu(tmp_path):
     from simulate.bench import COLUMNS, main
 

@@ -25,16 +25,6 @@ STD = 0.7
 Z_LIMIT = 4.0
 
 
-@pytest.fixture(autouse=True)
-def _seed_and_one_thread():
-    """Fixed seed; one torch thread (small matmuls on a shared 2-core machine stall with more)."""
-    torch.manual_seed(0)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def assert_within_sem(name: str, estimate: torch.Tensor, target: torch.Tensor, sem: torch.Tensor,
                       shape: tuple[int, ...], limit: float = Z_LIMIT) -> None:
     """Every entry of ``estimate`` within ``limit`` standard errors of ``target`` (named failure)."""

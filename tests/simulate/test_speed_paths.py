@@ -28,16 +28,6 @@ Z_LIMIT = 4.0
 SMALL = Setting.preset("llama", width=32, heads=4, kv_heads=2, tokens=6, depth=4)
 
 
-@pytest.fixture(autouse=True)
-def _seed_and_one_thread():
-    """Fixed seed; one torch thread (tiny matmuls on a shared 2-core machine stall with more)."""
-    torch.manual_seed(0)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("setting, metrics", [
     (SMALL, "all"),
     (SMALL.replace(mask_density=0.5, scheme="lns"), "var,var_attn,jac_dev,e2e_gain"),
