@@ -154,7 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         fail(PROG, "a command is needed: run, verify or bench (see --help)")
     if argv[0] in ("-h", "--help"):
-        print(f"usage: {PROG} {{run,verify,bench}} ... (see {PROG} run --help)")
+        print(f"usage: {PROG} {{run,verify,bench}} ...\n\n"
+              "Monte-Carlo simulation of random-weight residual stacks.\n\n"
+              "commands:\n"
+              "  run     per-layer metrics of one setting -> DIR/config.json, DIR/layers.csv\n"
+              "  verify  theory against simulation, one verdict per lemma -> DIR/verify.csv, verify.md\n"
+              "  bench   this simulator against a naive one -> DIR/bench.csv\n\n"
+              f"'{PROG} COMMAND --help' lists each command's flags.")
         return 0
     command, rest = argv[0], argv[1:]
     if command == "run":

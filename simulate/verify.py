@@ -437,8 +437,9 @@ def main(argv=None) -> int:
     prog = "python -m simulate verify"
     parser = CliParser(prog=prog, description="Check every lemma of theory.LEMMAS against the simulator.")
     parser.add_argument("--quick", action="store_true", help="small widths, few samples, depths 4/16/64")
-    parser.add_argument("--only", action="append", metavar="ID", help="check only this lemma id (repeatable)")
-    parser.add_argument("--out", default="out/verify", help="directory for verify.csv and verify.md")
+    parser.add_argument("--only", action="append", metavar="ID",
+                        help="check only this lemma id (repeatable; ids: python -m theory list)")
+    parser.add_argument("--out", default="out/verify", help="directory for verify.csv and verify.md (default out/verify)")
     parser.add_argument("--progress", action="store_true", help="one line per setting on stderr")
     args = parser.parse_args(argv)
     only = None if args.only is None else [i for word in args.only for i in word.split(",") if i]
