@@ -29,6 +29,7 @@ import pandas as pd  # noqa: E402
 
 from simulate.verify import describe_setting, run_monte_carlo  # noqa: E402
 from theory.cli import atomic_write  # noqa: E402
+from theory.prediction import predict  # noqa: E402
 
 __all__ = [
     "DEFAULT_OUT_DIR",
@@ -45,7 +46,6 @@ __all__ = [
     "plot_theory",
     "annotate_blowup",
     "monte_carlo",
-    "predict_or_empty",
     "profile_panel",
     "sweep",
     "plot_sweep",
@@ -208,16 +208,6 @@ def monte_carlo(setting, *, samples: int, metrics=("var",), seed: int = 0):
     return run_monte_carlo(setting, samples=samples, metrics=metrics, seed=seed)
 
 
-def predict_or_empty(setting) -> pd.DataFrame:
-    """``theory.predict(setting)``, or an empty frame where the theory has no curve for it."""
-    import theory
-
-    try:
-        return theory.predict(setting)
-    except NotImplementedError:
-        return pd.DataFrame(columns=["layer", "metric", "law", "kind", "value"])
-
-
 def profile_panel(ax, setting, metric: str, *, samples: int, label: str, color=None, laws=None,
                   theory: bool = True):
     """Draw one setting's per-layer ``metric``: MC band, theory lines, blow-up marker.
@@ -230,7 +220,7 @@ def profile_panel(ax, setting, metric: str, *, samples: int, label: str, color=N
     table, blowup = monte_carlo(setting, samples=samples, metrics=(metric,))
     line = plot_mc_band(ax, table, metric, label=label, color=color)
     color = line.get_color() if line is not None else color
-    prediction = predict_or_empty(setting) if theory else pd.DataFrame(columns=["layer", "metric", "law", "kind",
+    prediction = predict(setting) if theory else pd.DataFrame(columns=["layer", "metric", "law", "kind",
                                                                                  "value"])
     plot_theory(ax, prediction, metric, color=color, laws=laws, label_prefix=f"{label}: ")
     annotate_blowup(ax, blowup, color=color, label=f"{label}: ")
@@ -263,7 +253,7 @@ def sweep(settings, xs, metric: str, *, samples: int, layer=None):
         else:
             measured.append({"x": x, "mean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
                              "blowup": blowup})
-        prediction = predict_or_empty(setting)
+        prediction = predict(setting)
         prediction = prediction[(prediction["metric"] == metric) & (prediction["layer"] == at)]
         predicted += [{"x": x, "law": r.law, "kind": r.kind, "value": float(r.value)}
                       for r in prediction.itertuples(index=False)]
