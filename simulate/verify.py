@@ -45,6 +45,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from simulate.results import write_atomic
 from theory.cli import CliParser, fail, output_path
@@ -305,7 +306,7 @@ def verify(quick: bool = True, progress: bool = False, only=None, depths=None) -
     quick : bool
         Small widths, few samples, depths 4/16/64: minutes on a CPU.
     progress : bool
-        Print one line per setting to stderr.
+        A progress bar over the settings on stderr (tqdm).
     only : iterable of str, optional
         Lemma ids to check (default: all).
     depths : iterable of int, optional
@@ -337,25 +338,24 @@ def verify(quick: bool = True, progress: bool = False, only=None, depths=None) -
         for setting in settings if lemma_id not in PROCESS_LAWS else ():
             if depths is None or setting.depth in set(depths):
                 pending.setdefault(setting, []).append(lemma_id)
-    for number, (setting, lemma_ids) in enumerate(pending.items(), 1):
-        rows += _check_setting(setting, lemma_ids, size, progress, f"{number}/{len(pending)}")
+    bar = tqdm(pending.items(), total=len(pending), desc="verify", unit="setting", disable=not progress,
+               file=sys.stderr)
+    for setting, lemma_ids in bar:
+        bar.set_postfix_str(describe_setting(setting), refresh=False)
+        rows += _check_setting(setting, lemma_ids, size)
     table = pd.DataFrame(rows, columns=COLUMNS)
     order = {lemma_id: i for i, lemma_id in enumerate(ids)}
     return table.sort_values("id", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
-def _check_setting(setting: Setting, lemma_ids: list[str], size: _Sizes, progress: bool, counter: str) -> list[dict]:
+def _check_setting(setting: Setting, lemma_ids: list[str], size: _Sizes) -> list[dict]:
     import theory
 
     label = describe_setting(setting)
     prediction = theory.predict(setting)
     curves = {i: prediction[prediction["law"] == i] for i in lemma_ids}
     metrics = sorted({m for curve in curves.values() for m in curve["metric"].unique()})
-    started = time.perf_counter()
     measured, blowup = run_monte_carlo(setting, samples=size.samples, metrics=metrics or ("var",))
-    if progress:
-        print(f"[verify {counter}] {label}: {', '.join(lemma_ids)} ({time.perf_counter() - started:.1f} s)",
-              file=sys.stderr, flush=True)
     rows = []
     for lemma_id, curve in curves.items():
         if curve.empty:
@@ -440,7 +440,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", action="append", metavar="ID",
                         help="check only this lemma id (repeatable; ids: python -m theory list)")
     parser.add_argument("--out", default="out/verify", help="directory for verify.csv and verify.md (default out/verify)")
-    parser.add_argument("--progress", action="store_true", help="one line per setting on stderr")
+    parser.add_argument("--no-progress", dest="progress", action="store_false",
+                        help="no progress bar on stderr (it is on by default)")
     args = parser.parse_args(argv)
     only = None if args.only is None else [i for word in args.only for i in word.split(",") if i]
     if only is not None and (unknown := [i for i in only if i not in theory.LEMMAS]):
