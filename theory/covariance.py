@@ -21,6 +21,8 @@ One sublayer maps ``K`` as follows (``g^2 = in_scale2``):
   ``c_t = S_t/n - 1/n^2``, ``S_t = E sum_j a_tj^2`` (:func:`theory.tokens.softmax_square_sum`),
   which adds ``(S_t - 1/n)(n tr Q_t - 1^T Q_t 1)/(n (n - 1))`` to the diagonal (approximation;
   it is the uniform law plus ``O(tau^2)``).
+- attention tangent (:func:`tangent_step`): the value path as above on the tangent covariance, plus the
+  path through the scores, ``alpha_v alpha_o alpha_q alpha_k`` :func:`score_path` (derived there).
 - branch: times ``branch2`` (mask density ``rho`` x scale^2); sandwich: normalised per token.
 - stream: ``K <- D K D + B`` with ``D_t = (sqrt(stream_scale2 K_tt) + a)/sqrt(K_tt)`` (deepnorm
   scale, aligned part ``a``); post-LN / deepnorm: ``K <- R`` of the sum.
@@ -34,87 +36,27 @@ stream before and after a sublayer (the angular metric averages ``arccos`` over 
 Exact regime: RMS/LayerNorm'd inputs, ``tau^2 -> 0`` (uniform attention), ``d -> infinity``.
 At finite ``d`` the cosines ``R`` are ratios of random inner products (bias ``O(1/d)``).
 
->>> import numpy as np
->>> uniform_rows(3, True).round(3).tolist()
-[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.333, 0.333, 0.333]]
+The attention rows' own moments live in :mod:`theory.attention_rows`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import roots_genlaguerre
 
+from theory.attention_rows import rope_cos, row_table, rope_spread, score_path, uniform_rows
 from theory.gaussian import second_moment
-from theory.tokens import ATTENTION, LINEAR, MOE, SublayerPlan, softmax_square_sum
+from theory.tokens import ATTENTION, LINEAR, MOE, SublayerPlan
 
-__all__ = ["uniform_rows", "RowTable", "row_table", "sublayer_cov", "tangent_step", "matrix_recursion",
-           "exact_blocks", "stride_tail", "stream_recursion", "rope_spread",
+__all__ = ["sublayer_cov", "tangent_step", "matrix_recursion", "exact_blocks", "stride_tail", "stream_recursion",
            "UNIFORM_TAU2", "MATRIX_BUDGET", "STRIDE_EPS"]
 
 UNIFORM_TAU2 = 0.02  # score variance below which attention counts as uniform (MC-checked: predict docstring)
 MATRIX_BUDGET = 5e7  # T^2 x steps of the matrix recursion before handing over to the pair recursion
 MAX_MATRIX_STEPS = 512
 STRIDE_EPS = 0.03  # relative stride of the additive tail (stride_tail)
-
-
-def uniform_rows(tokens: int, causal: bool) -> np.ndarray:
-    """``Abar``: causal ``1/t`` on ``j <= t`` or full ``1/T`` (T x T)."""
-    if causal:
-        return np.tril(np.ones((tokens, tokens))) / np.arange(1, tokens + 1)[:, None]
-    return np.full((tokens, tokens), 1.0 / tokens)
-
-
-@dataclass(frozen=True)
-class RowTable:
-    """``S_t(tau2) = E sum_j a_tj^2`` per query row ``t`` (key norm ``chi^2_hd`` averaged), log-linear in ``tau2``."""
-
-    tau2_grid: np.ndarray  # (G,) uniform
-    log_s: np.ndarray  # (G, T)
-    visible: np.ndarray  # (T,) keys per row
-
-    def at(self, tau2: np.ndarray) -> np.ndarray:
-        """``S_t`` at per-row ``tau2`` (T,), clipped to the grid."""
-        step = self.tau2_grid[1] - self.tau2_grid[0]
-        f = np.clip(np.asarray(tau2, float) / step, 0, len(self.tau2_grid) - 1.000001)
-        i = f.astype(np.int64)
-        f -= i
-        cols = np.arange(self.log_s.shape[1])
-        return np.exp(self.log_s[i, cols] * (1 - f) + self.log_s[i + 1, cols] * f)
-
-
-@lru_cache(maxsize=32)
-def row_table(tokens: int, causal: bool, head_dim: int, tau2_max: float) -> RowTable:
-    """Tabulate :class:`RowTable` on ``tau2 in [0, tau2_max]`` (cached; as :func:`theory.tokens.attention_table`).
-
-    >>> tab = row_table(4, True, 16, 0.0)
-    >>> tab.at(np.zeros(4)).round(6).tolist()
-    [1.0, 0.5, 0.333333, 0.25]
-    """
-    visible = np.arange(1, tokens + 1, dtype=float) if causal else np.full(tokens, float(tokens))
-    grid = np.linspace(0.0, max(tau2_max, 1e-12), 41)
-    if head_dim <= 200:
-        nodes, weights = roots_genlaguerre(8, head_dim / 2 - 1)
-        scale = 2 * nodes / head_dim
-    else:
-        nodes, weights = np.polynomial.hermite_e.hermegauss(8)
-        scale = np.maximum(1 + math.sqrt(2 / head_dim) * nodes, 0.0)
-    weights = weights / weights.sum()
-    base_grid = np.linspace(0.0, grid[-1] * scale.max(), 25)
-    n_unique = np.unique(visible)
-    if len(n_unique) > 72:  # n S_n is smooth in log n: exact up to 32, then 40 log-spaced nodes
-        nodes_n = np.unique(np.concatenate([n_unique[n_unique <= 32], np.geomspace(33, n_unique[-1], 40).round()]))
-    else:
-        nodes_n = n_unique
-    ns = nodes_n * softmax_square_sum(nodes_n, base_grid)  # (25, n)
-    rows = np.stack([np.interp(np.log(visible), np.log(nodes_n), r) for r in ns]) / visible  # (25, T)
-    log_base = np.log(rows)
-    smoothed = np.stack([np.exp(np.interp(grid[:, None] * scale, base_grid, log_base[:, t])) @ weights
-                         for t in range(tokens)], axis=1)  # (41, T)
-    return RowTable(grid, np.log(smoothed), visible)
 
 
 def _correlation(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -131,27 +73,9 @@ def _row_square_sums(plan: SublayerPlan, n: int, R: np.ndarray, q_scale: float, 
         rho_t = np.where(n_vis > 1, (total - n_vis) / (n_vis * (n_vis - 1)), 0.0)
     if plan.rope:  # the rotated common part of the keys cancels only in part (rope_spread)
         rho_t = rho_t * (1 - info["rope_spread"])
-    return info["rows"].at(plan.alpha_qk[n] * q_scale**2 * np.clip(1 - rho_t, 0, None))
-
-
-def rope_spread(tokens: int, causal: bool, head_dim: int, base: float = 10000.0) -> np.ndarray:
-    """Per query row: the fraction of the keys' common score part that RoPE spreads over positions.
-
-    Derived here. A key part ``kbar`` shared by all positions gives scores ``q^T Rot(omega_i (t - j)) kbar``
-    per frequency pair ``i`` (``omega_i = base^(-2i/hd)``); for isotropic ``q, kbar`` the expected variance
-    over the ``n`` visible keys, relative to the total, is ``mean_i (1 - |(1/n) sum_j exp(i omega_i j)|^2)``
-    (0: cancels in the softmax as without RoPE; 1: acts as independent noise).
-
-    >>> float(rope_spread(1, True, 8)[0])
-    0.0
-    """
-    omega = base ** (-2.0 * np.arange(head_dim // 2) / head_dim)  # (hd/2,)
-    phase = np.exp(1j * np.outer(np.arange(tokens), omega))  # (T, hd/2)
-    if causal:
-        mean = np.cumsum(phase, axis=0) / np.arange(1, tokens + 1)[:, None]
-    else:
-        mean = np.broadcast_to(phase.mean(axis=0), phase.shape)
-    return (1 - np.abs(mean) ** 2).mean(axis=1)
+    tau2 = plan.alpha_qk[n] * q_scale**2 * np.clip(1 - rho_t, 0, None)
+    info["J"] = info["rows"].at(tau2, "j")  # (2, T): E tr J_t^2 for the score path of the tangent
+    return info["rows"].at(tau2)
 
 
 def _attention(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, q_scale: float, info) -> np.ndarray:
@@ -173,6 +97,7 @@ def _attention(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, q_scale
         out[np.diag_indices_from(out)] += extra
     else:
         s = 1.0 / n_vis
+        info["J"] = None
     info["S"] = s
     return plan.alpha_in[n] * plan.alpha_out[n] * out
 
@@ -224,7 +149,8 @@ def sublayer_cov(plan: SublayerPlan, n: int, K: np.ndarray, static: dict, info: 
     if plan.norm_after[n]:
         new = _correlation(new)[0]
     return dict(K=new, branch=float(np.mean(np.diag(B))) + plan.alignment**2, cos_tok=cos_tok,
-                diag_in=diag, f_diag=f_diag, R=R, scale=scale, S=info.get("S") if code == ATTENTION else None)
+                diag_in=diag, f_diag=f_diag, R=R, scale=scale, S=info.get("S") if code == ATTENTION else None,
+                J=info.get("J") if code == ATTENTION else None)
 
 
 @lru_cache(maxsize=16)
@@ -282,9 +208,10 @@ def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: dict, info: di
     the tangent is orthogonal to the stream in the mean field), so ``Cn = g^2 C/sqrt(K_tt K_t't')``,
     the diagonal times ``(d-1)/(d-2)`` (``E[1/rms^2] = d/((d-2) K_tt)`` for a Gaussian stream and
     ``d - 1`` directions kept). Branch tangent (cross term with ``dx`` zero: zero-mean weights):
-    linear ``alpha Cn``; attention value path ``alpha_v alpha_o E[A Cn A^T]`` (as the forward map; the
-    path through the scores is left out, exact for uniform attention, ``tau^2 -> 0``); MLP
-    ``M * Cn`` (:func:`_mlp_tangent_kernel`). ``C' = D C D + branch2 * branch tangent``.
+    linear ``alpha Cn``; attention ``alpha_v alpha_o (E[A Cn A^T] + alpha_q alpha_k`` :func:`score_path` ``)``:
+    the value path ``A dV`` as the forward map plus the score path ``dA V`` (zero for ``alpha_qk = 0``;
+    their cross term vanishes in the mean field, see :func:`score_path`); MLP ``M * Cn``
+    (:func:`_mlp_tangent_kernel`). ``C' = D C D + branch2 * branch tangent``.
     """
     d = plan.width
     proj = (d - 1) / (d - 2) if d > 2 else 1.0
@@ -302,6 +229,10 @@ def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: dict, info: di
     elif code == ATTENTION:
         f = _attention(plan, n, Cn, step["R"], plan.in_scale2[n] if normed else np.float64(np.mean(diag)),
                        dict(info, S_given=step["S"]))
+        if step.get("J") is not None and plan.alpha_qk[n] > 0:  # the path through the scores
+            Q = plan.in_scale2[n] * step["R"] if normed else step["R"] * np.sqrt(np.outer(diag, diag))
+            f = f + plan.alpha_in[n] * plan.alpha_out[n] * plan.alpha_qk[n] * score_path(
+                Q, Cn, step["S"], step["J"], info["causal"], info.get("rope_cos") if plan.rope else None)
     else:
         if "mlp_tangent" not in step:  # shared by the block and end-to-end tangents
             q = plan.alpha_in[n] * (np.full(len(diag), plan.in_scale2[n]) if normed else diag)
@@ -387,6 +318,7 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
         rows = row_table(tokens, causal, head_dim, float(plan.attention.tau2_grid[-1]))
     info = {"static": static_moments(plan), "causal": causal, "rows": rows, "period": period,
             "rope_spread": rope_spread(tokens, causal, head_dim) if plan.rope else None,
+            "rope_cos": rope_cos(tokens, head_dim) if plan.rope else None,
             "abar": uniform_rows(tokens, causal) if rows is not None else None}
     out = matrix_recursion(plan, K0, blocks, info)
     out["matrix_blocks"], out["mode"] = blocks, "matrix"

@@ -25,7 +25,7 @@ samples, tau^2 = 0.003), d = 256 (128 samples, tau^2 = 0.0105), d = 360 (96 samp
 tau^2 = 0.021); at d = 32 4-5 % off, about 4 sem with 512 samples.
 ``approx`` where a further step enters (softmax rows with ``tau^2 > 0.01``: exchangeable,
 independent rows with the softmax correction on the diagonal, RoPE through
-:func:`theory.covariance.rope_spread`; Jacobian and angular metrics: ``E[ratio] ~ ratio of
+:func:`theory.attention_rows.rope_spread`; Jacobian and angular metrics: ``E[ratio] ~ ratio of
 expectations``, Gaussian stream for ``E[1/rms^2]``, attention tangents through the values
 only); paper statements as ``approx`` (P1 recursions with ``c = 1``, P1's LN Jacobian
 ``J ~ I + f'/sigma`` read as ``jac_dev``, P2 Theorems 4, 5, GQA) or ``upper`` (P2 Theorems 1, 2).

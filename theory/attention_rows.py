@@ -1,0 +1,209 @@
+"""Attention rows at random init: the moments of softmax rows and of their Jacobians.
+
+Derived here; used by :mod:`theory.covariance` (the T x T token covariance recursion).
+``Abar`` is the uniform row matrix (causal ``1/t`` on ``j <= t``, or ``1/T``); softmax rows
+of ``n`` visible keys with i.i.d. ``N(0, tau^2)`` scores have ``S = E sum_j a_j^2``
+(:func:`theory.tokens.softmax_square_sum`) and ``E tr J^2`` for ``J = diag(a) - a a^T``
+(:func:`softmax_jacobian_square`); :func:`score_path` is the attention tangent through the
+scores, and :func:`rope_cos` / :func:`rope_spread` what RoPE does to key correlations.
+
+>>> uniform_rows(3, True).round(3).tolist()
+[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.333, 0.333, 0.333]]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy.special import roots_genlaguerre
+
+from theory.tokens import softmax_square_sum
+
+__all__ = ["uniform_rows", "RowTable", "row_table", "softmax_jacobian_square", "rope_cos", "rope_spread",
+           "score_path"]
+
+
+def uniform_rows(tokens: int, causal: bool) -> np.ndarray:
+    """``Abar``: causal ``1/t`` on ``j <= t`` or full ``1/T`` (T x T)."""
+    if causal:
+        return np.tril(np.ones((tokens, tokens))) / np.arange(1, tokens + 1)[:, None]
+    return np.full((tokens, tokens), 1.0 / tokens)
+
+
+@dataclass(frozen=True)
+class RowTable:
+    """``S_t(tau2) = E sum_j a_tj^2`` per query row ``t`` (key norm ``chi^2_hd`` averaged), log-linear in ``tau2``."""
+
+    tau2_grid: np.ndarray  # (G,) uniform
+    log_s: np.ndarray  # (G, T)
+    visible: np.ndarray  # (T,) keys per row
+    jac: np.ndarray | None = None  # (2, G, T) ``E tr J_t^2`` (softmax Jacobian of row t); [1]: weighted by |q|^2/hd
+
+    def at(self, tau2: np.ndarray, table: str = "s") -> np.ndarray:
+        """``S_t`` (``table="j"``: ``E tr J_t^2``, (2, T)) at per-row ``tau2`` (T,), clipped to the grid."""
+        step = self.tau2_grid[1] - self.tau2_grid[0]
+        f = np.clip(np.asarray(tau2, float) / step, 0, len(self.tau2_grid) - 1.000001)
+        i = f.astype(np.int64)
+        f -= i
+        cols = np.arange(self.log_s.shape[1])
+        if table == "j":
+            return self.jac[:, i, cols] * (1 - f) + self.jac[:, i + 1, cols] * f
+        return np.exp(self.log_s[i, cols] * (1 - f) + self.log_s[i + 1, cols] * f)
+
+
+@lru_cache(maxsize=32)
+def row_table(tokens: int, causal: bool, head_dim: int, tau2_max: float) -> RowTable:
+    """Tabulate :class:`RowTable` on ``tau2 in [0, tau2_max]`` (cached; as :func:`theory.tokens.attention_table`).
+
+    >>> tab = row_table(4, True, 16, 0.0)
+    >>> tab.at(np.zeros(4)).round(6).tolist()
+    [1.0, 0.5, 0.333333, 0.25]
+    """
+    visible = np.arange(1, tokens + 1, dtype=float) if causal else np.full(tokens, float(tokens))
+    grid = np.linspace(0.0, max(tau2_max, 1e-12), 41)
+    if head_dim <= 200:
+        nodes, weights = roots_genlaguerre(8, head_dim / 2 - 1)
+        scale = 2 * nodes / head_dim
+    else:
+        nodes, weights = np.polynomial.hermite_e.hermegauss(8)
+        scale = np.maximum(1 + math.sqrt(2 / head_dim) * nodes, 0.0)
+    weights = weights / weights.sum()
+    base_grid = np.linspace(0.0, grid[-1] * scale.max(), 25)
+    n_unique = np.unique(visible)
+    if len(n_unique) > 72:  # n S_n is smooth in log n: exact up to 32, then 40 log-spaced nodes
+        nodes_n = np.unique(np.concatenate([n_unique[n_unique <= 32], np.geomspace(33, n_unique[-1], 40).round()]))
+    else:
+        nodes_n = n_unique
+    ns = nodes_n * softmax_square_sum(nodes_n, base_grid)  # (25, n)
+    rows = np.stack([np.interp(np.log(visible), np.log(nodes_n), r) for r in ns]) / visible  # (25, T)
+    log_base = np.log(rows)
+    smoothed = np.stack([np.exp(np.interp(grid[:, None] * scale, base_grid, log_base[:, t])) @ weights
+                         for t in range(tokens)], axis=1)  # (41, T)
+    jn = softmax_jacobian_square(nodes_n, base_grid)  # (25, n): O(1/n) like S, interpolated as n E tr J^2
+    jrows = np.stack([np.interp(np.log(visible), np.log(nodes_n), r * nodes_n) for r in jn]) / visible
+    # the q.dk part of the score tangent scales with the query norm like the scores: weight X/hd
+    jac = np.stack([np.stack([(np.interp(grid[:, None] * scale, base_grid, jrows[:, t]) * scale**p) @ weights
+                              for t in range(tokens)], axis=1) for p in (0, 1)])  # (2, 41, T)
+    return RowTable(grid, np.log(smoothed), visible, jac)
+
+
+def softmax_jacobian_square(n, tau2) -> np.ndarray:
+    """``E tr J^2`` for ``J = diag(a) - a a^T``, ``a = softmax`` of ``n`` i.i.d. ``N(0, tau2)`` scores.
+
+    Derived here, as :func:`theory.tokens.softmax_square_sum`: ``tr J^2 = sum a^2 - 2 sum a^3 + (sum a^2)^2``
+    and ``E prod_j e^(k_j s_j)/Z^m = int u^(m-1)/(m-1)! prod_j psi_kj(u) phi(u)^(n - #j) du`` with
+    ``psi_k(u) = E e^(k s) exp(-u e^s)``. ``tau2 = 0``: ``(n - 1)/n^2``.
+
+    >>> np.round(softmax_jacobian_square([1, 2, 4], [0.0]), 6).tolist()
+    [[0.0, 0.25, 0.1875]]
+    """
+    n = np.atleast_1d(np.asarray(n, dtype=float))
+    tau = np.sqrt(np.minimum(np.atleast_1d(np.asarray(tau2, dtype=float)), 150.0))
+    z = np.linspace(-9.0, 9.0, 121)
+    wz = np.exp(-0.5 * z * z)
+    wz /= wz.sum()
+    t_max = float(tau.max())
+    w = np.linspace(-9.0 * t_max - 20.0, 9.0 * t_max + 4.0, int(800 + 150 * t_max))
+    u = np.exp(w)
+    growth = np.exp(tau[:, None] * z)  # (tau, z)
+    decay = np.exp(-u[:, None, None] * growth[None])  # (w, tau, z)
+    phi = decay @ wz  # (w, tau)
+    psi = [(decay * growth[None] ** k) @ wz for k in (2, 3, 4)]  # (w, tau) each
+    log_phi = np.log(np.maximum(phi, 1e-300))[:, :, None]
+    u_ = u[:, None, None]
+    ph1, ph2 = np.exp((n - 1) * log_phi), np.exp(np.maximum(n - 2, 0) * log_phi)
+    s2 = n * np.trapezoid(u_**2 * psi[0][:, :, None] * ph1, w, axis=0)
+    s3 = n * np.trapezoid(u_**3 / 2 * psi[1][:, :, None] * ph1, w, axis=0)
+    s4 = n * np.trapezoid(u_**4 / 6 * psi[2][:, :, None] * ph1, w, axis=0)
+    s22 = n * (n - 1) * np.trapezoid(u_**4 / 6 * psi[0][:, :, None] ** 2 * ph2, w, axis=0)
+    return np.maximum(s2 - 2 * s3 + s4 + s22, 0.0) * (n > 1)  # (tau, n)
+
+
+def rope_cos(tokens: int, head_dim: int, base: float = 10000.0) -> np.ndarray:
+    """``mean_i cos(omega_i (j - j'))`` (T x T): ``E[(Rot_j x) . (Rot_j' y)] / E[x . y]`` for isotropic ``x, y``.
+
+    >>> rope_cos(2, 2).round(4).tolist()
+    [[1.0, 0.5403], [0.5403, 1.0]]
+    """
+    omega = base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
+    lag = np.arange(tokens)[:, None] - np.arange(tokens)[None, :]
+    return np.cos(lag[:, :, None] * omega).mean(axis=2)
+
+
+def rope_spread(tokens: int, causal: bool, head_dim: int, base: float = 10000.0) -> np.ndarray:
+    """Per query row: the fraction of the keys' common score part that RoPE spreads over positions.
+
+    Derived here. A key part ``kbar`` shared by all positions gives scores ``q^T Rot(omega_i (t - j)) kbar``
+    per frequency pair ``i`` (``omega_i = base^(-2i/hd)``); for isotropic ``q, kbar`` the expected variance
+    over the ``n`` visible keys, relative to the total, is ``mean_i (1 - |(1/n) sum_j exp(i omega_i j)|^2)``
+    (0: cancels in the softmax as without RoPE; 1: acts as independent noise).
+
+    >>> float(rope_spread(1, True, 8)[0])
+    0.0
+    """
+    omega = base ** (-2.0 * np.arange(head_dim // 2) / head_dim)  # (hd/2,)
+    phase = np.exp(1j * np.outer(np.arange(tokens), omega))  # (T, hd/2)
+    if causal:
+        mean = np.cumsum(phase, axis=0) / np.arange(1, tokens + 1)[:, None]
+    else:
+        mean = np.broadcast_to(phase.mean(axis=0), phase.shape)
+    return (1 - np.abs(mean) ** 2).mean(axis=1)
+
+
+def _visible_traces(A: np.ndarray, B: np.ndarray, causal: bool) -> np.ndarray:
+    """``W[t, t'] = tr(P_t A P_t' B)`` (T x T) in ``O(T^2)``; ``P_t`` centres on the keys row ``t`` sees.
+
+    ``P_t = I_t - 1_t 1_t^T/n_t`` (``I_t``, ``1_t``: the visible keys); with 2-D prefix sums,
+    ``tr(I_t A I_t' B) - (1_t'^T B I_t A 1_t')/n_t' - (1_t^T A I_t' B 1_t)/n_t + (1_t^T A 1_t')(1_t'^T B 1_t)/(n_t n_t')``.
+    """
+    T = len(A)
+    ends = np.arange(T) if causal else np.full(T, T - 1)
+    n = ends + 1.0
+    pre2 = lambda M: np.cumsum(np.cumsum(M, axis=0), axis=1)[np.ix_(ends, ends)]
+    ac, bc = np.cumsum(A, axis=1), np.cumsum(B, axis=1)
+    x = np.cumsum(ac * bc, axis=0)[np.ix_(ends, ends)]  # [l, m] = sum_{j<=l} (A 1_m)_j (B 1_m)_j
+    pa, pb = pre2(A), pre2(B)
+    return pre2(A * B) - x / n[None, :] - x.T / n[:, None] + pa * pb.T / np.outer(n, n)
+
+
+def score_path(Q: np.ndarray, Cn: np.ndarray, s: np.ndarray, jac: np.ndarray, causal: bool,
+               rope_cos: np.ndarray | None = None) -> np.ndarray:
+    """Tangent covariance of the score path ``dA V`` per unit ``alpha_v alpha_o alpha_q alpha_k`` (T x T).
+
+    Derived here. Row ``t`` of the softmax has tangent ``da_t = J_t ds_t``, ``J_t = diag(a_t) - a_t a_t^T``
+    (zero outside the visible keys, ``J_t 1 = 0``), ``ds_tj = (dq_t . k_j + q_t . dk_j)/sqrt(hd)``,
+    ``dq = dh W_q``, ``dk = dh W_k``. Assumptions (mean field): ``h . dh/d -> 0`` (the tangent is odd in
+    ``v``, and orthogonal to ``h`` behind a norm), so ``dq, dk`` are independent of ``q, k``; given ``q, k``
+    the score tangents are Gaussian with ``E[ds_tj ds_t'j' | q, k] = alpha_q Cn_tt' k_j.k_j'/hd + alpha_k Cn_jj'
+    q_t.q_t'/hd`` (the two products share no weight matrix) ``-> alpha_qk (Cn_tt' Q_jj' + Q_tt' Cn_jj')``;
+    the query norm of the second part moves with the scores (weighted average over ``chi^2_hd``, as
+    :class:`RowTable`), the key norms are set to their mean; RoPE multiplies by ``mean_i cos(omega_i (j - j'))`` for
+    ``t = t'`` (off the diagonal the shift ``t - t'`` is ignored). ``W_v`` is independent of ``a, da``, so
+    ``Cov(dA V)_tt' = E[da_t Q da_t'^T] = alpha_qk E tr(J_t Q J_t' (Cn_tt' Q~ + Q_tt' Cn~))`` (``~``: RoPE
+    factor), and the cross term with the value path ``A dV`` is ``alpha_v E[a_tj da_t'j' dh_j . h_j'/d] -> 0``
+    (checked by Monte-Carlo: tests/theory/test_covariance_jacobian.py). Rows (approximation, as the value path):
+    exchangeable, so ``E J_t = e_t P_t``, ``e_t = (1 - S_t)/(n_t - 1)``, ``P_t`` centring on the ``n_t``
+    visible keys; ``t != t'``: rows independent, ``e_t e_t' tr(P_t A P_t' B)``; ``t = t'``:
+    ``E tr(J A J B) = E tr J_t^2 tr(P_t A P_t B)/(n_t - 1)``, exact for ``A, B`` of the form
+    ``alpha I + beta 1 1^T`` on the visible keys (``E tr J^2``: :func:`softmax_jacobian_square` at
+    ``tau_t^2``). ``J 1 = 0``: the common part of ``Q`` and ``Cn`` drops out. MC (one sublayer, d = 64,
+    T <= 8, alpha = 1): diagonal within 4 standard errors; off the diagonal within 10% of it for correlated
+    queries (rows not independent), exact at ``rho = 0``.
+
+    ``Q``, ``Cn``: input and input-tangent covariances; ``s``: ``S_t``; ``jac`` (2, T): ``E tr J_t^2``
+    plain and weighted by the query norm; ``rope_cos``: :func:`rope_cos` or None.
+    """
+    T = len(Q)
+    n = np.arange(1.0, T + 1) if causal else np.full(T, float(T))
+    Qr, Cr = (Q, Cn) if rope_cos is None else (Q * rope_cos, Cn * rope_cos)
+    w_k, w_q = _visible_traces(Q, Qr, causal), _visible_traces(Q, Cr, causal)  # dq.k and q.dk parts
+    with np.errstate(invalid="ignore", divide="ignore"):
+        e = np.where(n > 1, (1 - s) / (n - 1), 0.0)  # E J_t = e_t P_t (exchangeable rows)
+        out = np.outer(e, e) * (Cn * w_k + Q * w_q)  # t != t': rows independent
+        diag = np.where(n > 1, (np.diag(Cn) * jac[0] * np.diag(w_k) + np.diag(Q) * jac[1] * np.diag(w_q))
+                        / np.maximum(n - 1, 1), 0.0)
+    out[np.diag_indices_from(out)] = diag
+    return out
