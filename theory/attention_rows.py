@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import roots_genlaguerre
 
-from theory.tokens import softmax_square_sum
+from theory.tokens import softmax_laplace_grid, softmax_square_sum
 
 __all__ = ["uniform_rows", "RowTable", "row_table", "softmax_jacobian_square", "rope_cos", "rope_spread",
            "score_path"]
@@ -102,16 +102,7 @@ def softmax_jacobian_square(n, tau2) -> np.ndarray:
     """
     n = np.atleast_1d(np.asarray(n, dtype=float))
     tau = np.sqrt(np.minimum(np.atleast_1d(np.asarray(tau2, dtype=float)), 150.0))
-    z = np.linspace(-9.0, 9.0, 121)
-    wz = np.exp(-0.5 * z * z)
-    wz /= wz.sum()
-    t_max = float(tau.max())
-    w = np.linspace(-9.0 * t_max - 20.0, 9.0 * t_max + 4.0, int(800 + 150 * t_max))
-    u = np.exp(w)
-    growth = np.exp(tau[:, None] * z)  # (tau, z)
-    decay = np.exp(-u[:, None, None] * growth[None])  # (w, tau, z)
-    phi = decay @ wz  # (w, tau)
-    psi = [(decay * growth[None] ** k) @ wz for k in (2, 3, 4)]  # (w, tau) each
+    w, u, phi, psi = softmax_laplace_grid(tau, (2, 3, 4))
     log_phi = np.log(np.maximum(phi, 1e-300))[:, :, None]
     u_ = u[:, None, None]
     ph1, ph2 = np.exp((n - 1) * log_phi), np.exp(np.maximum(n - 2, 0) * log_phi)

@@ -49,9 +49,30 @@ from scipy.special import roots_genlaguerre
 from theory.gaussian import dual_kernel, second_moment
 
 __all__ = [
-    "softmax_square_sum", "causal_pair_overlap", "AttentionTable", "attention_table",
+    "softmax_laplace_grid", "softmax_square_sum", "causal_pair_overlap", "AttentionTable", "attention_table",
     "KernelTable", "kernel_table", "attention_moments", "mlp_moments", "linear_moments",
 ]
+
+
+def softmax_laplace_grid(tau: np.ndarray, powers) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """The quadrature behind the softmax moments: ``E prod_j e^(k_j s_j)/Z^m`` as an integral over ``u``.
+
+    For scores ``s ~ N(0, tau^2)``, returns the log-spaced outer grid ``w = log u``, ``u``,
+    ``phi(u) = E exp(-u e^s)`` and ``psi_k(u) = E e^(k s) exp(-u e^s)`` for each ``k`` in
+    ``powers``, each ``(w, tau)``. Inner expectations: trapezoid in ``z`` on ``[-9, 9]``
+    (121 nodes). Source: derived here (:func:`softmax_square_sum`).
+    """
+    z = np.linspace(-9.0, 9.0, 121)
+    wz = np.exp(-0.5 * z * z)
+    wz /= wz.sum()
+    t_max = float(tau.max())
+    w = np.linspace(-9.0 * t_max - 20.0, 9.0 * t_max + 4.0, int(800 + 150 * t_max))
+    u = np.exp(w)
+    growth = np.exp(tau[:, None] * z)  # (tau, z)
+    decay = np.exp(-u[:, None, None] * growth[None])  # (w, tau, z)
+    phi = decay @ wz  # (w, tau)
+    psi = [(decay * growth[None] ** k) @ wz for k in powers]  # (w, tau) each
+    return w, u, phi, psi
 
 
 def softmax_square_sum(n, tau2) -> np.ndarray:
@@ -72,16 +93,7 @@ def softmax_square_sum(n, tau2) -> np.ndarray:
     """
     n = np.atleast_1d(np.asarray(n, dtype=float))
     tau = np.sqrt(np.atleast_1d(np.asarray(tau2, dtype=float)))
-    z = np.linspace(-9.0, 9.0, 121)
-    wz = np.exp(-0.5 * z * z)
-    wz /= wz.sum()
-    t_max = float(tau.max())
-    w = np.linspace(-9.0 * t_max - 20.0, 9.0 * t_max + 4.0, int(800 + 150 * t_max))
-    u = np.exp(w)
-    growth = np.exp(tau[:, None] * z)  # (tau, z)
-    decay = np.exp(-u[:, None, None] * growth[None])  # (w, tau, z)
-    phi = decay @ wz  # (w, tau)
-    psi = (decay * growth[None] ** 2) @ wz  # (w, tau)
+    w, u, phi, (psi,) = softmax_laplace_grid(tau, (2,))
     log_phi = np.log(np.maximum(phi, 1e-300))
     integrand = (u * u)[:, None, None] * psi[:, :, None] * np.exp((n - 1) * log_phi[:, :, None])  # (w, tau, n)
     return n * np.trapezoid(integrand, w, axis=0)  # (tau, n)
