@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from simulate.weights import PART, WeightSampler, expert_part
+from theory import architecture
 
 __all__ = ["Ctx", "linear", "linears", "norm", "rms_direction", "activation", "rope", "attention", "mlp", "moe",
            "linear_sublayer", "SUBLAYERS"]
@@ -251,10 +252,7 @@ def linear_sublayer(h: torch.Tensor, ctx: Ctx) -> torch.Tensor:
 
 
 # Block -> its sublayers in order, as (name of the variance metric, function).
-SUBLAYERS = {
-    "linear": (("var_mlp", linear_sublayer),),
-    "mlp": (("var_mlp", mlp),),
-    "attention": (("var_attn", attention),),
-    "transformer": (("var_attn", attention), ("var_mlp", mlp)),
-    "moe": (("var_attn", attention), ("var_mlp", moe)),
-}
+_SUBLAYER_FUNCTIONS = {"linear": ("var_mlp", linear_sublayer), "mlp": ("var_mlp", mlp),
+                       "attention": ("var_attn", attention), "moe": ("var_mlp", moe)}
+# block -> ((branch metric, sublayer function), ...) in the order of the spec (theory.architecture)
+SUBLAYERS = {block: tuple(_SUBLAYER_FUNCTIONS[kind] for kind in kinds) for block, kinds in architecture.SUBLAYERS.items()}

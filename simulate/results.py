@@ -32,8 +32,8 @@ _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # The sources that decide what a run measures: a change to any of them is a new code
 # version. The reports built on runs (verify, bench, figures) are left out, so editing
 # them keeps the cache.
-_RESULT_SOURCES = ("theory/setting.py",) + tuple(
-    f"simulate/{name}.py" for name in ("blocks", "schemes", "stack", "metrics", "weights", "implicit", "noise",
+_RESULT_SOURCES = ("theory/setting.py", "theory/architecture.py") + tuple(
+    f"simulate/{name}.py" for name in ("blocks", "stack", "metrics", "weights", "implicit", "noise",
                                         "processes", "jacobian", "results"))
 
 

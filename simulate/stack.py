@@ -24,12 +24,12 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
-from simulate import schemes
 from simulate.blocks import SUBLAYERS, Ctx, norm, rms_direction
 from simulate.metrics import (Moments, StatsBuffer, angular, kurtosis, moments, norm_ratio, parse_metrics,
                               rms_per_element, stream_var, token_cos)
 from simulate.results import table_from_stats
 from simulate.weights import PART, WeightSampler
+from theory import architecture
 
 __all__ = ["simulate", "NumericalBlowUp", "run_stack", "resolve_device", "resolve_dtype", "make_input",
            "CHECK_EVERY", "PREFETCH_MIN", "PRECISIONS", "check_precision",
@@ -105,7 +105,7 @@ def block_step(stream: torch.Tensor, ctx: Ctx, buffer: StatsBuffer | None, jac_c
     Branch variances and attention entropy go into ``buffer`` at ``ctx.layer``.
     """
     setting, layer = ctx.setting, ctx.layer
-    place = schemes.placement(setting, layer)
+    place = architecture.placement(setting, layer)
     probe = stream[jac_channel] if jac_channel is not None else None  # (S, T, d)
     deviation = torch.zeros_like(probe) if probe is not None else None  # (S, T, d)
     for metric_name, sublayer in SUBLAYERS[setting.block]:
@@ -139,7 +139,7 @@ def block_step(stream: torch.Tensor, ctx: Ctx, buffer: StatsBuffer | None, jac_c
 def block_context(setting, sampler: WeightSampler, layer: int, want_entropy: bool = False) -> Ctx:
     """The sublayer context of block ``layer`` (weight stds with the scheme's factors)."""
     return Ctx(sampler=sampler, layer=layer, setting=setting, want_entropy=want_entropy,
-               std=lambda role: schemes.weight_std(setting, layer, role))
+               std=lambda role: architecture.weight_std(setting, layer, role))
 
 
 def block_mask(setting, sampler: WeightSampler, layer: int) -> torch.Tensor | None:
@@ -158,7 +158,7 @@ def initial_stream(setting, sampler: WeightSampler, with_jac: bool, with_e2e: bo
     if with_e2e:
         channels.append(sampler.normal((0, PART["e2e_probe"]), x0.shape))
     stream = torch.stack(channels)  # (C, S, T, d)
-    return norm(stream, setting.norm) if schemes.normalises_input(setting) else stream
+    return norm(stream, setting.norm) if architecture.normalises_input(setting) else stream
 
 
 def run_stack(setting, sampler: WeightSampler, buffer: StatsBuffer, *, progress: bool = False,

@@ -45,6 +45,8 @@ import numpy as np
 import pandas as pd
 import sympy as sp
 
+from theory import architecture
+from theory.architecture import input_moments
 from theory.bounds import iterate_p1_lemma_3_2, iterate_p1_lns
 from theory.setting import Setting, SettingError, add_setting_arguments, setting_from_args
 from theory.covariance import UNIFORM_TAU2, stream_recursion
@@ -54,8 +56,8 @@ __all__ = ["predict", "build_plan", "moe_gate_square_sum", "weight_decay_varianc
            "main", "first_non_finite", "COLUMNS"]
 
 COLUMNS = ("layer", "metric", "law", "kind", "value")
-_SUBLAYERS = {"linear": (LINEAR,), "mlp": (MLP,), "attention": (ATTENTION,), "transformer": (ATTENTION, MLP),
-              "moe": (ATTENTION, MOE)}
+_KIND_CODES = {"linear": LINEAR, "mlp": MLP, "attention": ATTENTION, "moe": MOE}
+_SUBLAYERS = {block: tuple(_KIND_CODES[kind] for kind in kinds) for block, kinds in architecture.SUBLAYERS.items()}
 _PRE_LIKE = ("pre", "lns", "scaled-init", "depth-scaled-init", "layerscale")  # additive, normed inputs
 _RAW_TAU2_MAX = 25.0  # attention scores of un-normalised streams: table clipped here (approx)
 
@@ -120,44 +122,18 @@ def moe_gate_square_sum(experts: int, top_k: int, logit_var: float, uniform: boo
 
 
 # -- the plan of a stack ----------------------------------------------------------------------
-def _role_factor(setting: Setting, role: str, block: np.ndarray) -> np.ndarray:
-    """Second-moment factor of weight ``role`` (std factor squared), as simulate/schemes.py."""
-    depth, scheme = setting.depth, setting.scheme
-    one = np.ones(block.shape)
-    if scheme == "deepnorm" and role in ("v", "o", "up", "down", "linear"):
-        return one / math.sqrt(8 * depth)
-    if scheme == "scaled-init" and role in ("o", "down", "linear"):
-        return one / (2 * depth)
-    if scheme == "depth-scaled-init":
-        return 1.0 / block
-    return one
-
-
-def _post_blocks(setting: Setting, block: np.ndarray) -> np.ndarray:
-    if setting.scheme == "post":
-        return np.ones(block.shape, bool)
-    if setting.scheme == "mix":
-        return block <= math.floor(setting.mix_fraction * setting.depth)
-    return np.zeros(block.shape, bool)
-
-
-def input_moments(setting: Setting) -> tuple[float, float]:
-    """``(v0, c0)`` of the input stream (peri: normalised, so ``v0 = 1``)."""
-    v0 = 1.0 if setting.scheme == "peri" else setting.input_std**2
-    return v0, v0 * setting.input_cos
-
-
 def build_plan(setting: Setting) -> SublayerPlan:
     """The :class:`~theory.tokens.SublayerPlan` of ``setting`` (scheme semantics of CONTRACT.md)."""
     subs = _SUBLAYERS[setting.block]
     block = np.repeat(np.arange(1, setting.depth + 1), len(subs))  # (N,)
     kind = np.tile(np.array(subs), setting.depth)
-    post = _post_blocks(setting, block)
-    raw = post | (setting.scheme in ("none", "skipinit", "deepnorm"))
-    in_scale2 = 1.0 / block if setting.scheme == "lns" else np.ones(block.shape)
-    branch2 = setting.mask_density * {"layerscale": setting.layerscale_init**2, "skipinit": 0.0}.get(setting.scheme, 1.0)
+    wiring = architecture.placements(setting, block)  # fields (N,)
+    raw = ~wiring.norm_input
+    in_scale2 = wiring.input_scale**2
+    branch2 = setting.mask_density * wiring.branch_scale**2
     alpha = setting.alpha
-    f = {role: _role_factor(setting, role, block) for role in ("q", "k", "v", "o", "up", "down", "linear")}
+    f = {role: architecture.weight_std_factor(setting, block, role) ** 2
+         for role in ("q", "k", "v", "o", "up", "down", "linear")}
     alpha_in = alpha * np.select([kind == LINEAR, kind == ATTENTION], [f["linear"], f["v"]], f["up"])
     alpha_out = np.select([kind == LINEAR, kind == ATTENTION], [np.ones(block.shape), alpha * f["o"]], alpha * f["down"])
     alpha_qk = alpha**2 * f["q"] * f["k"]
@@ -172,11 +148,8 @@ def build_plan(setting: Setting) -> SublayerPlan:
         kernel = kernel_table("silu" if setting.activation == "swiglu" else setting.activation, lo, hi)
     router_var = alpha * float(np.median(q_in))  # logits of the router: N(0, alpha q_in)
     return SublayerPlan(
-        kind=kind, block=block, norm_input=~raw, in_scale2=in_scale2,
-        norm_branch=np.full(block.shape, setting.scheme in ("sandwich", "peri")),
-        branch2=np.full(block.shape, branch2),
-        stream_scale2=np.full(block.shape, math.sqrt(2 * setting.depth) if setting.scheme == "deepnorm" else 1.0),
-        norm_after=post | (setting.scheme == "deepnorm"), alpha_in=alpha_in, alpha_out=alpha_out, alpha_qk=alpha_qk,
+        kind=kind, block=block, norm_input=wiring.norm_input, in_scale2=in_scale2, norm_branch=wiring.norm_branch,
+        branch2=branch2, stream_scale2=wiring.stream_scale**2, norm_after=wiring.norm_after_add, alpha_in=alpha_in, alpha_out=alpha_out, alpha_qk=alpha_qk,
         activation=setting.activation, ffn_ratio=setting.resolved_ffn_width / setting.width, width=setting.width,
         rope=setting.rope, alignment=setting.alignment, attention=attention, kernel=kernel,
         gate2=moe_gate_square_sum(setting.experts, setting.top_k, router_var, setting.uniform_gates),

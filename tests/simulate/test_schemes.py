@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from simulate import simulate
-from simulate.schemes import placement, weight_std
+from theory.architecture import placement, weight_std
 from theory.setting import SCHEMES, Setting
 
 
