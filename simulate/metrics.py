@@ -1,8 +1,8 @@
 """Per-layer metrics of the residual stream: the one place they are defined.
 
 The stream x has shape (S, T, d) (samples, tokens, width). Each metric is a number
-per sample, averaged over tokens; mean, sem and the 95% CI (mean +- 1.96 sem) are
-over the S samples (``results.table_from_stats``). Layer 0 is the input (the stream
+per sample, averaged over tokens; mean, sem and the 95% CI (mean +- 1.96 sem, :mod:`simulate.tables`) are
+over the S samples (``simulate.tables.table_from_stats``). Layer 0 is the input (the stream
 entering block 1, after the input norm under peri); layer l the stream after block l.
 
 var           x.var(dim=-1) (unbiased, over features), mean over tokens.
@@ -37,27 +37,66 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["METRICS", "BRANCH_METRICS", "Moments", "moments", "stream_var", "angular", "kurtosis", "token_cos",
-           "norm_ratio", "rms_per_element", "StatsBuffer", "parse_metrics"]
+__all__ = ["METRICS", "BRANCH_METRICS", "SUBLAYER_METRICS", "Moments", "moments", "stream_var", "angular",
+           "kurtosis", "token_cos", "norm_ratio", "rms_per_element", "StatsBuffer", "metrics_of_block",
+           "parse_metrics"]
 
 METRICS = ("var", "var_attn", "var_mlp", "angular", "jac_dev", "e2e_gain", "kurtosis", "token_cos",
            "attn_entropy")
 BRANCH_METRICS = ("var_attn", "var_mlp")
+# The metrics that exist only where a block has a sublayer of this kind (theory.architecture.SUBLAYERS):
+# its branch variance, and the attention entropy of an attention sublayer.
+SUBLAYER_METRICS = {"attention": ("var_attn", "attn_entropy"), "mlp": ("var_mlp",), "linear": ("var_mlp",),
+                    "moe": ("var_mlp",)}
 
 
-def parse_metrics(metrics) -> tuple[str, ...]:
+def metrics_of_block(block: str) -> tuple[str, ...]:
+    """The metrics a ``block`` has, in METRICS order: the stream ones and those of its sublayers.
+
+    >>> metrics_of_block("mlp")
+    ('var', 'var_mlp', 'angular', 'jac_dev', 'e2e_gain', 'kurtosis', 'token_cos')
+    >>> "attn_entropy" in metrics_of_block("attention"), "var_mlp" in metrics_of_block("attention")
+    (True, False)
+    """
+    from theory.architecture import SUBLAYERS
+
+    if block not in SUBLAYERS:
+        raise ValueError(f"block={block!r} is not allowed: one of {', '.join(SUBLAYERS)}")
+    owned = {m for kind in SUBLAYERS[block] for m in SUBLAYER_METRICS[kind]}
+    every_sublayer = {m for names in SUBLAYER_METRICS.values() for m in names}
+    return tuple(m for m in METRICS if m in owned or m not in every_sublayer)
+
+
+def parse_metrics(metrics, block: str | None = None) -> tuple[str, ...]:
     """Validate a metric list ('all', a comma-separated string or names) into METRICS order.
+
+    With ``block``, 'all' means every metric of that block (:func:`metrics_of_block`) and a
+    metric the block does not have (``var_attn`` of an ``mlp`` block) is a ValueError naming
+    the metric, the block and the metrics it has.
 
     >>> parse_metrics("jac_dev,var")
     ('var', 'jac_dev')
+    >>> parse_metrics("all", "attention")[-2:]
+    ('token_cos', 'attn_entropy')
+    >>> parse_metrics("var_attn", "mlp")
+    Traceback (most recent call last):
+    ...
+    ValueError: metrics='var_attn' is not allowed for block='mlp' (its sublayers: mlp): names from var, var_mlp, angular, jac_dev, e2e_gain, kurtosis, token_cos or 'all'
     """
     if isinstance(metrics, str):
-        metrics = METRICS if metrics.strip() == "all" else [m.strip() for m in metrics.split(",") if m.strip()]
-    names = tuple(metrics)
+        metrics = "all" if metrics.strip() == "all" else [m.strip() for m in metrics.split(",") if m.strip()]
+    allowed = METRICS if block is None else metrics_of_block(block)
+    names = allowed if metrics == "all" else tuple(metrics)
     unknown = [m for m in names if m not in METRICS]
     if unknown or not names:
         raise ValueError(f"metrics={unknown[0] if unknown else ''!r} is not allowed: "
                          f"names from {', '.join(METRICS)} or 'all'")
+    absent = [m for m in names if m not in allowed]
+    if absent:
+        from theory.architecture import SUBLAYERS
+
+        raise ValueError(f"metrics={absent[0]!r} is not allowed for block={block!r} (its sublayers: "
+                         f"{', '.join(SUBLAYERS[block])}): names from {', '.join(allowed)} or 'all'")
     return tuple(m for m in METRICS if m in names)
 
 

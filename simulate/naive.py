@@ -7,7 +7,7 @@ no wasted default init), and for each Monte-Carlo sample, one after another: eve
 weight re-drawn in place with ``nn.init.normal_(std)``, a fresh input, one forward pass
 under ``torch.no_grad``, statistics recorded by forward hooks into a preallocated
 float64 device tensor (no host copy until the end). Same architecture and metric
-definitions as :mod:`simulate` (CONTRACT.md "Scheme semantics", simulate/metrics.py)
+definitions as :mod:`simulate` (docs/design.md#schemes, simulate/metrics.py)
 for schemes pre, lns and post and the transformer block; the random streams differ,
 so the two agree in law, not number by number.
 
@@ -29,11 +29,13 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
+from simulate.tables import table_from_stats
+from theory import architecture
+
 __all__ = ["NAIVE_METRICS", "NAIVE_SCHEMES", "NaiveTransformer", "naive_simulate", "naive_flops"]
 
 NAIVE_METRICS = ("var", "var_attn", "var_mlp", "angular", "token_cos")
 NAIVE_SCHEMES = ("pre", "lns", "post")
-_Z95 = 1.96
 
 
 def _linear(d_in: int, d_out: int, device, dtype) -> nn.Linear:
@@ -114,21 +116,20 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    """pre: x + f(N(x)); lns: x + f(N(x)/sqrt(l)); post: N(x + f(x)); attention then MLP."""
+    """Attention then MLP, wired by :func:`theory.architecture.placement` (pre, lns or post)."""
 
     def __init__(self, setting, layer: int, device, dtype):
         super().__init__()
-        self.scheme = setting.scheme
-        self.input_scale = 1.0 / math.sqrt(layer) if setting.scheme == "lns" else 1.0
+        self.place = architecture.placement(setting, layer)
         self.attn_norm, self.mlp_norm = _norm(setting.norm, setting.width), _norm(setting.norm, setting.width)
         self.attn, self.mlp = Attention(setting, device, dtype), FeedForward(setting, device, dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.scheme == "post":
+        if self.place.norm_after_add:
             x = self.attn_norm(x + self.attn(x))
             return self.mlp_norm(x + self.mlp(x))
-        x = x + self.attn(self.attn_norm(x) * self.input_scale)
-        return x + self.mlp(self.mlp_norm(x) * self.input_scale)
+        x = x + self.attn(self.attn_norm(x) * self.place.input_scale)
+        return x + self.mlp(self.mlp_norm(x) * self.place.input_scale)
 
 
 class NaiveTransformer(nn.Module):
@@ -213,20 +214,6 @@ class _Recorder:
             handle.remove()
 
 
-def _table(values: np.ndarray, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """Long table (layer, metric, mean, sem, ci_low, ci_high, n) from (L+1, M, S) values."""
-    rows = []
-    for m, name in enumerate(metrics):
-        for layer in range(values.shape[0]):
-            sample = values[layer, m][np.isfinite(values[layer, m])]  # (n,)
-            if sample.size == 0:
-                continue
-            mean = float(sample.mean())
-            sem = float(sample.std(ddof=1) / math.sqrt(sample.size)) if sample.size > 1 else math.nan
-            rows.append((layer, name, mean, sem, mean - _Z95 * sem, mean + _Z95 * sem, int(sample.size)))
-    return pd.DataFrame(rows, columns=["layer", "metric", "mean", "sem", "ci_low", "ci_high", "n"])
-
-
 def naive_flops(setting) -> float:
     """Matmul flops of one forward pass of one sample (2 per multiply-add; attention T x T in full).
 
@@ -293,4 +280,4 @@ def naive_simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",)
                 model(x)
     finally:
         recorder.remove()
-    return _table(recorder.values.cpu().numpy(), metrics)  # the one host copy
+    return table_from_stats(recorder.values.cpu().numpy(), metrics)  # the one host copy

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from simulate.results import table_from_stats
+from simulate.tables import table_from_stats
 from simulate.weights import generator
 
 __all__ = ["weight_decay_process", "WD_PART"]

@@ -24,6 +24,10 @@ os.environ.setdefault("DEPTH_WORKBENCH_THREADS", "1")
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from simulate.process import configure_process  # noqa: E402
+
+configure_process()
+
 
 def pytest_collection_modifyitems(config, items):
     try:

@@ -1,14 +1,16 @@
-"""Symbolic theory of depth in residual stacks: recursions, bounds and a lemma registry.
+"""Theory of depth in residual stacks: symbolic laws, a lemma registry and the mean-field predictions.
 
 Imports no torch and nothing of ``simulate``.
 
-- :mod:`theory.symbols`: every symbol once, with its sympy assumptions.
-- :mod:`theory.recursions`: exact random-init laws (THEORY.md B) and the bridge (C);
-  :mod:`theory.jacobians`: the block-Jacobian laws (re-exported by ``recursions``).
-- :mod:`theory.bounds`: paper statements (THEORY.md A) and their derived growth.
-- :mod:`theory.lemmas`: ``LEMMAS`` (id -> :class:`Lemma`), ``lemma(id)``, ``growth_class(id)``.
-- :mod:`theory.prediction`: ``predict(setting)``, ``weight_decay_variance``,
-  ``weight_decay_bound``, numeric per-layer curves (re-exported here).
+- :mod:`theory.setting`: the :class:`Setting`; :mod:`theory.architecture`: the one spec of
+  schemes and blocks; :mod:`theory.cli`: helpers shared by the command lines.
+- :mod:`theory.symbolic`: symbols, exact closed forms (``recursions``, ``jacobians``), paper
+  statements (``bounds``) and the lemma registry (``lemmas``: ``LEMMAS``, ``lemma(id)``,
+  ``growth_class(id)``); the four modules are re-exported here.
+- :mod:`theory.meanfield`: the numeric mean-field engine (Gaussian moments, softmax rows,
+  the plan of a stack, the pair and T x T recursions) ending at
+  :func:`~theory.meanfield.prediction.predict` (re-exported here with ``weight_decay_variance``
+  and ``weight_decay_bound``).
 
 >>> import theory
 >>> theory.lemma("p2-thm-1").kind
@@ -16,12 +18,13 @@ Imports no torch and nothing of ``simulate``.
 """
 
 from theory.setting import Setting, SettingError
-from theory import bounds, jacobians, recursions, symbols
-from theory.lemmas import LEMMA_IDS, LEMMAS, Lemma, derive_growth, growth_class, lemma
-from theory.prediction import predict, weight_decay_bound, weight_decay_variance
+from theory import architecture
+from theory.symbolic import bounds, jacobians, recursions, symbols
+from theory.symbolic.lemmas import LEMMA_IDS, LEMMAS, Lemma, derive_growth, growth_class, lemma
+from theory.meanfield.prediction import predict, weight_decay_bound, weight_decay_variance
 
 __all__ = [
-    "Setting", "SettingError", "Lemma", "LEMMAS", "LEMMA_IDS", "lemma", "growth_class",
+    "Setting", "SettingError", "architecture", "Lemma", "LEMMAS", "LEMMA_IDS", "lemma", "growth_class",
     "derive_growth", "symbols", "recursions", "jacobians", "bounds",
     "predict", "weight_decay_variance", "weight_decay_bound",
 ]

@@ -3,12 +3,13 @@
 - ``list [--kind KIND]``: one line per lemma, ``ID  SOURCE  statement``.
 - ``show ID [--ascii] [--no-check]``: the statement in Unicode (``sympy.pretty``) and
   LaTeX, assumptions, closed form, derived growth class, symbolic-check result, notes.
-- ``predict [SETTING FLAGS] --out FILE.csv``: handed to ``theory.prediction.main(argv)``.
+- ``predict [SETTING FLAGS] --out FILE.csv``: handed to :func:`predict_main` (the table of
+  :func:`theory.meanfield.prediction.predict` as CSV).
 
 Bad input (an unknown id, a bad flag): exit code 2 and one line on stderr.
 
 >>> main(["list", "--kind", "bridge"])
-bridge-aligned  derived here (THEORY.md C)  Eq(sigma_{l+1}**2, b**2 + (a + sigma_l)**2)
+bridge-aligned  derived here  Eq(sigma_{l+1}**2, b**2 + (a + sigma_l)**2)
 0
 """
 
@@ -21,10 +22,11 @@ from typing import Sequence
 
 import sympy as sp
 
-from theory.cli import CliParser, fail
-from theory.lemmas import LEMMAS, Lemma
+from theory.cli import CliParser, atomic_write, fail, output_path, write_csv
+from theory.setting import SettingError, add_setting_arguments, setting_from_args
+from theory.symbolic.lemmas import LEMMAS, Lemma
 
-__all__ = ["main", "build_parser", "format_list", "format_show"]
+__all__ = ["main", "build_parser", "format_list", "format_show", "predict_main", "first_non_finite"]
 
 PROG = "python -m theory"
 KINDS = ("paper", "exact", "bridge")
@@ -33,7 +35,7 @@ KINDS = ("paper", "exact", "bridge")
 def build_parser() -> CliParser:
     """The parser of ``python -m theory`` (``predict`` is dispatched before parsing)."""
     parser = CliParser(prog=PROG, description="Lemmas of the depth workbench: paper statements, "
-                       "exact random-init laws and the aligned bridge (shared/THEORY.md).")
+                       "exact random-init laws and the aligned bridge (docs/derivations.md).")
     commands = parser.add_subparsers(dest="command", metavar="{list,show,predict}", required=True,
                                      parser_class=CliParser)
     listing = commands.add_parser("list", help="one line per lemma: ID  SOURCE  statement",
@@ -115,9 +117,51 @@ def _emit(text: str) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _run_predict(argv: Sequence[str]) -> int:
-    from theory.prediction import main as predict_main
+def predict_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m theory predict [SETTING FLAGS] --out FILE.csv``: write the table atomically.
 
+    Bad settings exit with code 2 and one line on stderr; no file is written.
+    """
+    from theory.meanfield.prediction import predict
+
+    prog = "python -m theory predict"
+    parser = CliParser(prog=prog, description="Per-layer predictions (CSV: layer,metric,law,kind,value).")
+    add_setting_arguments(parser)
+    parser.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV file")
+    args = parser.parse_args(argv)
+    try:
+        setting = setting_from_args(args)
+    except (SettingError, ValueError) as error:
+        fail(prog, str(error))
+    out = output_path(prog, args.out, directory=False)
+    table = predict(setting)
+    atomic_write(out, lambda temp: write_csv(table, temp))
+    metrics = ",".join(sorted(table.metric.unique()))
+    print(f"wrote {len(table)} rows ({setting.depth + 1} layers; {metrics}) to {out}")
+    blow_up = first_non_finite(table)
+    if blow_up:
+        print(f"{prog}: warning: {blow_up}", file=sys.stderr)
+    return 0
+
+
+def first_non_finite(table) -> str:
+    """Where the predicted curves leave float64 (inf/nan), one line per table; "" when all are finite.
+
+    >>> import numpy as np, pandas as pd
+    >>> first_non_finite(pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "law": "x", "value": [1, 2, np.inf]}))
+    'not finite from layer 2 (var/x at 2); those values are written as inf/nan'
+    """
+    import numpy as np
+
+    bad = table[~np.isfinite(table["value"].to_numpy(dtype=float))]
+    if bad.empty:
+        return ""
+    starts = bad.groupby(["metric", "law"], observed=True)["layer"].min().sort_values()  # (curves,)
+    curves = ", ".join(f"{metric}/{law} at {layer}" for (metric, law), layer in starts.items())
+    return f"not finite from layer {int(starts.iloc[0])} ({curves}); those values are written as inf/nan"
+
+
+def _run_predict(argv: Sequence[str]) -> int:
     return int(predict_main(list(argv)) or 0)
 
 

@@ -44,8 +44,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 __all__ = ["SUBLAYERS", "ROLES", "OUTPUT_ROLES", "DEEPNORM_ROLES", "Placement", "placement", "placements",
-           "deepnorm_constants", "is_post_block", "weight_std", "weight_std_factor", "normalises_input",
-           "input_moments"]
+           "deepnorm_constants", "is_post_block", "weight_std", "weight_std_factor", "weight_variance_factor", "normalises_input",
+           "input_moments", "moe_lns_input_scale"]
 
 # Which residual sublayers a block has, in order.
 SUBLAYERS = {"linear": ("linear",), "mlp": ("mlp",), "attention": ("attention",),
@@ -125,24 +125,39 @@ def placement(setting, layer: int) -> Placement:
     return Placement(**{f.name: getattr(wiring, f.name)[0].item() for f in fields(Placement)})
 
 
-def weight_std_factor(setting, layer, role: str):
-    """The scheme's factor on the init std of weight ``role`` in block ``layer`` (int or array).
+def weight_variance_factor(setting, layer, role: str):
+    """The scheme's factor on the init variance ``s^2`` of weight ``role`` in block ``layer`` (int or array).
 
-    Roles: q, k, v, o, up, gate, down, router, linear (:data:`ROLES`).
+    Roles: q, k, v, o, up, gate, down, router, linear (:data:`ROLES`). deepnorm: ``beta^2 =
+    1/sqrt(8L)`` on :data:`DEEPNORM_ROLES`; scaled-init: ``1/(2L)`` on :data:`OUTPUT_ROLES`;
+    depth-scaled-init: ``1/l`` on every weight; otherwise 1. The theory reads this
+    second-moment factor, the simulator and the trainer its square root
+    (:func:`weight_std_factor`).
 
     >>> from theory.setting import Setting
-    >>> weight_std_factor(Setting(scheme="scaled-init", depth=8), 3, "o"), weight_std_factor(Setting(), 3, "o")
-    (0.25, 1.0)
+    >>> weight_variance_factor(Setting(scheme="scaled-init", depth=8), 3, "o"), weight_variance_factor(Setting(), 3, "o")
+    (0.0625, 1.0)
     """
     layer = np.asarray(layer, dtype=float)
     if setting.scheme == "deepnorm" and role in DEEPNORM_ROLES:
-        factor = np.full(layer.shape, deepnorm_constants(setting.depth)[1])
+        factor = np.full(layer.shape, 1.0 / math.sqrt(8 * setting.depth))
     elif setting.scheme == "scaled-init" and role in OUTPUT_ROLES:
-        factor = np.full(layer.shape, 1.0 / math.sqrt(2 * setting.depth))
+        factor = np.full(layer.shape, 1.0 / (2 * setting.depth))
     elif setting.scheme == "depth-scaled-init":
-        factor = 1.0 / np.sqrt(layer)
+        factor = 1.0 / layer
     else:
         factor = np.ones(layer.shape)
+    return factor.item() if factor.ndim == 0 else factor
+
+
+def weight_std_factor(setting, layer, role: str):
+    """``sqrt`` of :func:`weight_variance_factor`: the factor on the init std (int or array ``layer``).
+
+    >>> from theory.setting import Setting
+    >>> weight_std_factor(Setting(scheme="scaled-init", depth=8), 3, "o")
+    0.25
+    """
+    factor = np.sqrt(weight_variance_factor(setting, layer, role))
     return factor.item() if factor.ndim == 0 else factor
 
 
@@ -165,3 +180,23 @@ def input_moments(setting) -> tuple[float, float]:
     """
     v0 = 1.0 if normalises_input(setting) else setting.input_std**2
     return v0, v0 * setting.input_cos
+
+
+def moe_lns_input_scale(setting, layer):
+    """P2's LNS factor of block ``layer`` (int or array): ``top_k/sqrt(l)`` in MoE blocks, else the placement's.
+
+    P1's LNS scales both pre-norm outputs of block ``l`` by ``1/sqrt(l)``; for MoE blocks P2
+    uses ``top_k/sqrt(l)`` (P2, LNS for MoE). Here the factor multiplies both pre-norm outputs
+    of an MoE block, as P1's does; any other scheme or block keeps
+    :func:`placements`' ``input_scale``. An option of the trainer, not of the Setting.
+
+    >>> from theory.setting import Setting
+    >>> moe_lns_input_scale(Setting(scheme="lns", block="moe", top_k=2, depth=4), np.arange(1, 5)).tolist()
+    [2.0, 1.414213562373095, 1.1547005383792517, 1.0]
+    >>> moe_lns_input_scale(Setting(scheme="lns", depth=4), 4)
+    0.5
+    """
+    scale = placements(setting, np.atleast_1d(np.asarray(layer))).input_scale
+    if setting.scheme == "lns" and setting.block == "moe":
+        scale = scale * setting.top_k
+    return scale.item() if np.ndim(layer) == 0 else scale.reshape(np.shape(layer))

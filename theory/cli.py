@@ -12,7 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable, NoReturn
 
-__all__ = ["CliParser", "fail", "atomic_write", "output_path"]
+__all__ = ["CliParser", "fail", "atomic_write", "output_path", "write_csv", "add_progress_argument",
+           "progress_enabled"]
 
 
 def fail(prog: str, message: str, code: int = 2) -> NoReturn:
@@ -34,6 +35,17 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         fail(self.prog, f"{message} (see --help)")
+
+
+def add_progress_argument(parser: argparse.ArgumentParser) -> None:
+    """``--progress/--no-progress``: a progress bar on stderr (default: only when stderr is a terminal)."""
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="a progress bar on stderr (default: on when stderr is a terminal)")
+
+
+def progress_enabled(choice: bool | None) -> bool:
+    """The value of ``--progress/--no-progress``, else whether stderr is a terminal."""
+    return sys.stderr.isatty() if choice is None else bool(choice)
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Path:
@@ -86,3 +98,23 @@ def output_path(prog: str, text: str, *, directory: bool) -> Path:
     if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
         fail(prog, f"--out: {ancestor} is not a writable directory")
     return path
+
+
+def write_csv(table: "pandas.DataFrame", path: str) -> None:
+    """Write ``table`` as plain CSV (no quotes, full float precision) with pyarrow.
+
+    pyarrow's multi-threaded writer takes about 2 s for the 9e6 rows of depth 10^6,
+    where ``DataFrame.to_csv`` takes about 30 s.
+
+    >>> import pathlib, tempfile, pandas as pd
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> write_csv(pd.DataFrame({"layer": [0, 1], "value": [1.0, 0.1]}), str(target))
+    >>> target.read_text().splitlines()
+    ['layer,value', '0,1', '1,0.1']
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+    with open(path, "wb") as stream:  # pyarrow quotes a header it writes itself
+        stream.write((",".join(table.columns) + "\n").encode())
+        pa_csv.write_csv(pa.Table.from_pandas(table, preserve_index=False), stream,
+                         pa_csv.WriteOptions(include_header=False, quoting_style="none"))

@@ -8,7 +8,8 @@ import pytest
 
 import theory
 from simulate import verify as verify_module
-from simulate.verify import COLUMNS, classify, main, verify
+from simulate.compare import COLUMNS, classify
+from simulate.verify import main, verify
 
 EXACT_IDS = [i for i, lemma in theory.LEMMAS.items() if lemma.kind in ("exact", "bridge")]
 

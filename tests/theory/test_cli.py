@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import types
-
 import pytest
 
+import theory.__main__ as theory_main
 from theory.__main__ import main
-from theory.lemmas import LEMMAS
+from theory.symbolic.lemmas import LEMMAS
 
 
 def _run(*args, env=None):
@@ -84,13 +83,13 @@ def test_show_falls_back_to_ascii_when_stdout_cannot_encode():
     assert "harmonic" in result.stdout
 
 
-def test_predict_is_dispatched_to_theory_predict_main(monkeypatch):
+def test_predict_is_dispatched_to_predict_main(monkeypatch):
     seen = {}
 
     def fake_main(argv):
         seen["argv"] = argv
         return 7
 
-    monkeypatch.setitem(sys.modules, "theory.prediction", types.SimpleNamespace(main=fake_main))
+    monkeypatch.setattr(theory_main, "predict_main", fake_main)
     assert main(["predict", "--depth", "3", "--help"]) == 7
     assert seen["argv"] == ["--depth", "3", "--help"]

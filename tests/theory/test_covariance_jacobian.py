@@ -1,4 +1,4 @@
-"""The score path of the attention tangent (theory.attention_rows.score_path) against a plain numpy Monte-Carlo.
+"""The score path of the attention tangent (theory.meanfield.softmax_rows.score_path) against a plain numpy Monte-Carlo.
 
 One attention sublayer, one head (head_dim = d), causal softmax of q k^T/sqrt(d), weights N(0, alpha/d):
 the Jacobian-vector product  d(out)_t = sum_j [a_tj (ds_tj - sum_j' a_tj' ds_tj') v_j + a_tj dv_j] W_o
@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from theory.attention_rows import row_table, score_path, softmax_jacobian_square, uniform_rows
+from theory.meanfield.softmax_rows import row_table, score_path, softmax_jacobian_square, uniform_rows
 
 
 def _value_path(Q, s, causal):
-    """The value path alpha_v alpha_o E[A Q A^T] of theory.covariance (exchangeable rows), per unit alpha."""
+    """The value path alpha_v alpha_o E[A Q A^T] of theory.meanfield.covariance (exchangeable rows), per unit alpha."""
     T = len(Q)
     abar = uniform_rows(T, causal)
     n = np.arange(1.0, T + 1) if causal else np.full(T, float(T))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.integrate import quad
 
-from theory.gaussian import (
+from theory.meanfield.gaussian import (
     activation, activation_derivative, derivative_moment, dual_kernel, many_moments, second_moment,
     swiglu_jvp_gain,
 )
@@ -72,7 +72,7 @@ def test_many_moments_spline_is_accurate():
 
 @pytest.mark.parametrize("name", ["relu", "gelu", "silu"])
 def test_derivative_kernel_against_monte_carlo(name):
-    from theory.gaussian import derivative_kernel
+    from theory.meanfield.gaussian import derivative_kernel
     rng = np.random.default_rng(2)
     q, r, n = 1.5, 0.6, 400_000
     z1 = rng.standard_normal(n) * math.sqrt(q)

@@ -1,4 +1,4 @@
-"""The lemma registry: ids of CONTRACT.md, fields, symbolic checks, derived growth classes."""
+"""The lemma registry: ids of docs/derivations.md, fields, symbolic checks, derived growth classes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 import theory
-from theory.lemmas import LEMMAS, Lemma, derive_growth, growth_class, lemma
+from theory.symbolic.lemmas import LEMMAS, Lemma, derive_growth, growth_class, lemma
 
 CONTRACT_IDS = (
     "p1-lemma-3.2 p1-ln-jacobian p1-thm-3.3 p1-lns p2-thm-1 p2-thm-2 p2-thm-3 p2-thm-4 p2-thm-5 p2-gqa "
@@ -88,7 +88,7 @@ def test_lemma_is_frozen():
 
 
 def test_symbols_are_defined_once_with_assumptions():
-    from theory import symbols
+    from theory.symbolic import symbols
 
     names = [value.name for value in symbols.ALL_SYMBOLS.values()]
     assert len(names) == len(set(names))

@@ -8,11 +8,13 @@ import sys
 import numpy as np
 import pytest
 
-from theory.gaussian import second_moment
+from theory.meanfield.gaussian import second_moment
 from theory.setting import Setting
 
-import theory.prediction as predict_module
-from theory.bounds import iterate_p1_lemma_3_2
+import theory.meanfield.prediction as predict_module
+from theory.meanfield.plan import moe_gate_square_sum
+from theory.symbolic.bounds import iterate_p1_lemma_3_2
+
 predict = predict_module.predict
 
 
@@ -105,7 +107,7 @@ def test_moe_uniform_gates_factor_and_thm5():
 
 
 def test_moe_softmax_gate_square_sum_monte_carlo_bounds():
-    value = predict_module.moe_gate_square_sum(8, 2, 1.0)
+    value = moe_gate_square_sum(8, 2, 1.0)
     assert 0.5 < value < 1.0
 
 

@@ -15,9 +15,9 @@ import pytest
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-from theory import bounds as bd
-from theory import recursions as rc
-from theory.symbols import (
+from theory.symbolic import bounds as bd
+from theory.symbolic import recursions as rc
+from theory.symbolic.symbols import (
     G, H, L, T, a, alpha, alpha_attn, alpha_ffn, b, c, d_ff, eta, g, k, kappa, l, lam, q, rho, s, sigma, sigma_0,
     sigma_G, t, u0_var, v, v_attn, v_mlp,
 )
@@ -61,7 +61,7 @@ def _numeric_equal(lhs, rhs, rng, trials=5):
 Q2 = (1 - eta * lam) ** 2
 IDENTITIES = [
     ("masked-linear closed form", rc.masked_linear_variance(), sigma_0**2 * (1 + alpha * rho) ** L),
-    ("weight decay, THEORY.md form", rc.weight_decay_variance(),
+    ("weight decay, geometric-sum form", rc.weight_decay_variance(),
      Q2**t * u0_var + eta**2 * sigma_G**2 * (1 - Q2**t) / (1 - Q2)),
     ("weight decay, rsolve form", rc.weight_decay_variance(),
      rc.solve_first_order(rc.weight_decay_step, u0_var, index=t)),

@@ -1,12 +1,12 @@
-"""Paper statements (THEORY.md A) encoded verbatim as sympy, and what they grow like.
+"""Paper statements (docs/derivations.md#paper-statements) encoded verbatim as sympy, and what they grow like.
 
 P1 = Sun et al., "The Curse of Depth in Large Language Models" (arXiv 2502.05795).
 P2 = "When Does Sparsity Mitigate the Curse of Depth in LLMs" (arXiv 2603.15389).
 A ``Theta(.)`` of a paper is written with constants ``C_1``, ``C_2`` (bounds) or ``c``
 (P1's per-layer factor ``Theta(1 + 1/sigma_l)`` read as ``1 + c/sigma_l``).
 
-The growth of P1's own recursions is derived here, not assumed
-(:func:`p1_lemma_3_2_growth`, :func:`p1_lns_growth`): Lemma 3.2's recursion gives
+The growth of P1's own recursions is derived here, not assumed (docs/derivations.md#p1-recursion-growth,
+docs/derivations.md#p1-lns-model; :func:`p1_lemma_3_2_growth`, :func:`p1_lns_growth`): Lemma 3.2's recursion gives
 ``sigma_L^2 ~ c^2 L^2/4`` (quadratic), so its ``Theta(exp(L))`` upper bound is never
 reached by the recursion itself.
 
@@ -21,7 +21,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from theory.symbols import (
+from theory.symbolic.symbols import (
     C_1, C_2, G, J_LN, L, M, T, alpha, alpha_attn, alpha_ffn, c, d, epsilon, eta, jac_norm, k, l,
     lam, n, rho, sigma, sigma_0, sigma_G, sigma_L, sigma_V, sigma_next, t, u0_var, var_expert,
     var_moe, var_out, var_u, x, y,
@@ -63,7 +63,7 @@ def p1_lemma_3_2_step(prev=x):
 def p1_lemma_3_2():
     """P1 Lemma 3.2: the recursion and ``Theta(L) <= sigma_L^2 <= Theta(exp(L))``.
 
-    Source: P1 Lemma 3.2 (Pre-LN). Finding (derived here, :func:`p1_lemma_3_2_growth`):
+    Source: P1 Lemma 3.2 (Pre-LN). Finding (derived here, docs/derivations.md#p1-recursion-growth):
     the recursion itself grows like ``c^2 L^2/4``; neither bound is tight for it.
 
     Examples
@@ -108,7 +108,7 @@ def p1_thm_3_3():
 def p1_lns_step(prev=x, index=l):
     """P1 LNS modelled as ``x (1 + c/(sqrt(x) sqrt(l)))`` on ``x = sigma_l^2``.
 
-    Source: THEORY.md A.4's model of P1's LNS statement (our model, not P1's text).
+    Source: our model of P1's LNS statement, not P1's text (docs/derivations.md#p1-lns-model).
 
     Parameters
     ----------
@@ -133,7 +133,7 @@ def p1_lns_step(prev=x, index=l):
 def p1_lns():
     """P1 LNS: the model recursion and ``Theta(L) <= sigma_L^2 <= Theta(L^(2-epsilon))``.
 
-    Source: P1 Section 4 (LayerNorm Scaling); the recursion is THEORY.md's model.
+    Source: P1 Section 4 (LayerNorm Scaling); the recursion is our model (docs/derivations.md#p1-lns-model).
 
     Examples
     --------
@@ -307,7 +307,7 @@ def p1_lemma_3_2_growth():
     (sympy limit), so ``y_L/L -> c/2`` (Stolz-Cesaro) and ``sigma_L^2 ~ c^2 L^2/4``:
     Theta(L^2). The next term of the increment, ``-c^2/(8y)``, makes
     ``y_L = cL/2 - (c/4) log L + O(1)``. Returns ``(increment limit, increment
-    series, leading term, class)``. Source: derived here.
+    series, leading term, class)``. Source: derived here, docs/derivations.md#p1-recursion-growth.
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """The lemma registry: every paper statement, exact law and bridge, by id.
 
-``LEMMAS`` maps the 19 ids of CONTRACT.md to frozen :class:`Lemma` records. Each
+``LEMMAS`` maps the 19 ids of docs/derivations.md to frozen :class:`Lemma` records. Each
 carries its sympy statement, assumptions, closed form, the growth class derived here
 (as depth, or steps, go to infinity) and a symbolic check that sympy proves.
 
@@ -17,9 +17,9 @@ from typing import Callable
 
 import sympy as sp
 
-from theory import bounds as bd
-from theory import recursions as rc
-from theory.symbols import (
+from theory.symbolic import bounds as bd
+from theory.symbolic import recursions as rc
+from theory.symbolic.symbols import (
     G, J_LN, L, T, alpha, alpha_attn, alpha_ffn, a, b, c, d, d_ff, eta, g, gate, h_vec, j, jac_dev, k, kappa, l,
     lam, n, q, rho, s, sigma, sigma_0, sigma_L, sigma_V, sigma_next, t, u0_var,
     v, v_attn, v_mlp, var_expert, var_moe, var_out, var_u, x, y,
@@ -33,7 +33,7 @@ class Lemma:
     """One statement of the theory.
 
     ``kind`` is "paper" (as a paper states it), "exact" (random-init law, equality in
-    expectation under ``assumptions``) or "bridge" (THEORY.md C). ``growth`` is the
+    expectation under ``assumptions``) or "bridge" (docs/derivations.md#bridge-aligned). ``growth`` is the
     class derived here (see :func:`derive_growth`), ``notes`` records findings, e.g.
     where a paper statement is loose or wrong; ``related`` names lemmas it is
     compared with.
@@ -286,7 +286,8 @@ def _build() -> dict[str, Lemma]:
               "unbounded (omega(1)) although each block tends to the identity.",
               ("exact-jacobian-init",)),
         Lemma("p1-lns", "P1 Section 4 (LayerNorm Scaling)", "paper", "LNS variance bounds",
-              bd.p1_lns(), "LNS: norm output times 1/sqrt(l); modelled (THEORY.md A.4, not P1's text) as "
+              bd.p1_lns(), "LNS: norm output times 1/sqrt(l); modelled (our model, not P1's text: "
+              "docs/derivations.md#p1-lns-model) as "
               "sigma_{l+1}^2 = sigma_l^2 (1 + c/(sigma_l sqrt(l)))", None, _check_p1_lns, "Theta(L)",
               "Derived here: the model gives sigma_L^2 ~ c^2 L (iteration to L = 1e6: x_L/(c^2 L) = 1.002, "
               "1.000, 0.999 and slope 0.998, 1.000, 1.001 on 1e5..1e6 for c = 0.5, 1, 2): "
@@ -379,7 +380,7 @@ def _build() -> dict[str, Lemma]:
               "Pre-LN: kappa/sqrt(sigma_0^2 + v (l-1)) = Theta(l^-1/2); LNS: Theta(1/sqrt(l log l)); SwiGLU under "
               "LNS has kappa ~ g_l, one more 1/sqrt(l). Linear Pre-LN end-to-end gain^2 = sigma_L^2/sigma_0^2.",
               ("p1-ln-jacobian", "p1-thm-3.3")),
-        Lemma("bridge-aligned", "derived here (THEORY.md C)", "bridge", "Aligned + independent sublayer output",
+        Lemma("bridge-aligned", "derived here", "bridge", "Aligned + independent sublayer output",
               sp.Eq(sigma_next**2, rc.bridge_step()), "f = a x/sigma_l + b xi, xi zero-mean, unit variance, "
               "independent of x; a, b constant unless stated", rc.bridge_variance("aligned"), _check_bridge,
               "Theta(L^2)",

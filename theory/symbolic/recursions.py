@@ -1,12 +1,12 @@
-"""Exact random-init variance laws (THEORY.md B) and the aligned bridge (THEORY.md C).
+"""Exact random-init variance laws and the aligned bridge (derived here, docs/derivations.md).
 
-Every function returns a sympy expression in the symbols of :mod:`theory.symbols`.
+Every function returns a sympy expression in the symbols of :mod:`theory.symbolic.symbols`.
 "Exact" means: an equality in expectation under the stated assumptions (i.i.d.
 zero-mean Gaussian weights, independent of the stream, the masks and each other;
 no biases; RMSNorm output with ``||h||^2 = d`` exactly, i.e. no epsilon). Cross terms
 between the stream and a branch vanish because the branch's last weight matrix is
 zero-mean and independent of everything before it. The Jacobian laws live in
-:mod:`theory.jacobians` and are re-exported here.
+:mod:`theory.symbolic.jacobians` and are re-exported here.
 
 >>> masked_linear_variance()
 sigma_0**2*(alpha*rho + 1)**L
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from theory.symbols import (
+from theory.symbolic.symbols import (
     G, H, L, T, a, alpha, b, c, cos_tok, d_ff, eta, g, j, k, kappa, l, lam, q, rho, s,
     sigma, sigma_0, sigma_G, t, u0_var, v, v_attn, v_mlp, x,  # noqa: F401 (v: in a doctest)
 )
@@ -32,7 +32,7 @@ __all__ = [
     "bridge_step", "bridge_variance",
 ]
 
-from theory.jacobians import (  # noqa: E402 - re-exported: the Jacobian laws live there
+from theory.symbolic.jacobians import (  # noqa: E402 - re-exported: the Jacobian laws live there
     jacobian_deviation, lns_jacobian_deviation, preln_jacobian_deviation, preln_linear_e2e_gain_sq,
     rmsnorm_jacobian,
 )
@@ -76,7 +76,7 @@ def solve_first_order(step, initial, index=L):
 def masked_linear_step(prev=x):
     """One step of ``r_{l+1} = r_l + D_l W_l r_l`` for the per-coordinate variance.
 
-    Source: derived here (THEORY.md B). ``W`` is d x d with entries N(0, s^2),
+    Source: derived here, docs/derivations.md#exact-masked-linear. ``W`` is d x d with entries N(0, s^2),
     ``D = diag(Bernoulli(rho))``, both independent of ``r``; then
     ``E||D W r||^2 = rho*d*s^2*||r||^2`` and the cross term vanishes, so the
     variance is multiplied by ``1 + alpha*rho`` exactly.
@@ -102,7 +102,8 @@ def masked_linear_step(prev=x):
 def masked_linear_variance():
     """Closed form ``sigma_L^2 = sigma_0^2 (1 + alpha*rho)^L`` of the masked linear stack.
 
-    Source: derived here; solved from :func:`masked_linear_step` with ``rsolve``.
+    Source: derived here (docs/derivations.md#exact-masked-linear); solved from :func:`masked_linear_step`
+    with ``rsolve``.
     Assumptions: homogeneous ``alpha``, ``rho`` over layers (else a product).
 
     Returns
@@ -122,7 +123,8 @@ def masked_linear_variance():
 def weight_decay_step(prev=x):
     """One step of ``Var(u_{t+1})`` for ``u_{t+1} = (1-eta*lam) u_t - eta*g_t``.
 
-    Source: derived here. ``g_t`` zero-mean with variance ``sigma_G^2``, independent
+    Source: derived here, docs/derivations.md#exact-weight-decay. ``g_t`` zero-mean with
+    variance ``sigma_G^2``, independent
     of ``u_t``.
 
     Parameters
@@ -146,7 +148,7 @@ def weight_decay_step(prev=x):
 def weight_decay_variance():
     """Exact ``Var(u_t) = r^t Var(u_0) + eta^2 sigma_G^2 (1 - r^t)/(1 - r)``, ``r = (1-eta*lam)^2``.
 
-    Source: derived here, by summing the geometric series of the unrolled
+    Source: derived here (docs/derivations.md#exact-weight-decay), by summing the geometric series of the unrolled
     :func:`weight_decay_step` with ``sympy.summation``. Assumptions:
     ``0 < eta*lam <= 1`` (so ``r < 1``; the branch ``r = 1`` of the sum is dropped).
 
@@ -172,7 +174,8 @@ def weight_decay_variance():
 def linear_increment(scale=g):
     """Variance a Pre-LN linear sublayer ``f(h) = h W`` adds: ``alpha*g^2``.
 
-    Source: derived here. ``h = g x/rms(x)`` has ``||h||^2 = d g^2``; ``W`` d x d, N(0, s^2).
+    Source: derived here, docs/derivations.md#sublayer-increments. ``h = g x/rms(x)`` has ``||h||^2 = d g^2``;
+    ``W`` d x d, N(0, s^2).
 
     Parameters
     ----------
@@ -195,7 +198,8 @@ def linear_increment(scale=g):
 def relu_mlp_increment(scale=g):
     """Variance a Pre-LN ReLU MLP adds: ``d_ff s^2 E[relu(z)^2] = d_ff s^2 alpha g^2/2``.
 
-    Source: derived here. ``z = (h W1)_i ~ N(0, alpha g^2)`` exactly given ``h``
+    Source: derived here (docs/derivations.md#sublayer-increments). ``z = (h W1)_i ~ N(0, alpha g^2)``
+    exactly given ``h``
     (``||h||^2 = d g^2``), ``E[relu(z)^2] = Var(z)/2``; ``W2`` d_ff x d, N(0, s^2).
 
     Parameters
@@ -219,7 +223,8 @@ def relu_mlp_increment(scale=g):
 def gaussian_moment_series(func_of_z, z, variance=q, order=3):
     """Small-variance series of ``E[func(z)]``, ``z ~ N(0, variance)``, to ``variance**order``.
 
-    Source: derived here: Taylor-expand ``func`` at 0 and replace ``z^(2m)`` by
+    Source: derived here (docs/derivations.md#sublayer-increments): Taylor-expand ``func`` at 0 and
+    replace ``z^(2m)`` by
     ``(2m-1)!! variance^m`` (odd moments vanish). The series is asymptotic.
 
     Parameters
@@ -256,7 +261,7 @@ def gaussian_moment_series(func_of_z, z, variance=q, order=3):
 def silu_second_moment_series(order=3):
     """``E[silu(z)^2]`` for ``z ~ N(0, q)`` as a series in small ``q``.
 
-    Source: derived here (:func:`gaussian_moment_series`).
+    Source: derived here (:func:`gaussian_moment_series`, docs/derivations.md#sublayer-increments).
 
     Parameters
     ----------
@@ -282,7 +287,7 @@ def swiglu_mlp_increment(scale=g, order=3):
 
     ``v_mlp = d_ff s^2 E[silu(z1)^2] E[z3^2]`` with independent ``z1, z3 ~ N(0, q)``
     (W1 and W3 independent). Leading term ``d_ff s^2 q^2/4``: quadratic in ``g^2``,
-    unlike ReLU/GELU (linear in ``g^2``). Source: derived here.
+    unlike ReLU/GELU (linear in ``g^2``). Source: derived here, docs/derivations.md#sublayer-increments.
 
     Parameters
     ----------
@@ -313,7 +318,7 @@ def attention_increment(scale=g, sum_a2=sp.Symbol("A_2", positive=True), token_c
     ``W_Q, W_K`` only), ``sum_j a_j = 1``, and the pairwise cosines of the normalised
     tokens equal to ``c_tok`` (or uncorrelated with ``a_i a_j``). From
     ``||sum_j a_j h_j||^2/d = g^2 (sum_j a_j^2 + sum_{i != j} a_i a_j cos_ij)``: the token
-    correlation enters additively, not as a factor. Source: derived here.
+    correlation enters additively, not as a factor. Source: derived here, docs/derivations.md#attention-increment.
 
     Parameters
     ----------
@@ -340,7 +345,7 @@ def attention_increment(scale=g, sum_a2=sp.Symbol("A_2", positive=True), token_c
 def causal_uniform_attention_factor():
     """``E_t[sum_j a_tj^2]`` for uniform causal attention, ``a_tj = 1/t``: ``H_T/T``.
 
-    Source: derived here (THEORY.md B); averaged over query positions ``t = 1..T``.
+    Source: derived here (docs/derivations.md#exact-causal-attention); averaged over query positions ``t = 1..T``.
 
     Examples
     --------
@@ -354,7 +359,7 @@ def causal_uniform_attention_factor():
 def preln_variance():
     """Pre-LN at init: ``sigma_L^2 = sigma_0^2 + L (v_attn + v_mlp)`` (additive, Theta(L)).
 
-    Source: derived here (THEORY.md B). The norm output has unit variance whatever
+    Source: derived here (docs/derivations.md#exact-preln-init). The norm output has unit variance whatever
     ``sigma_l`` is, so each sublayer adds a variance independent of ``sigma_l``.
 
     Examples
@@ -368,7 +373,7 @@ def preln_variance():
 def lns_variance():
     """LNS at init with degree-2 homogeneous increments ``c g_l^2 = c/l``: ``sigma_0^2 + c H_L``.
 
-    Source: derived here. Holds for linear, ReLU and (uniform-)attention sublayers,
+    Source: derived here (docs/derivations.md#exact-lns-init). Holds for linear, ReLU and (uniform-)attention sublayers,
     whose increments are proportional to ``g_l^2``; ``c`` is the Pre-LN increment.
 
     Examples
@@ -383,7 +388,8 @@ def lns_swiglu_mlp_limit():
     """``lim l^2 v_mlp(g = 1/sqrt(l))`` for SwiGLU: ``d_ff s^2 alpha^2/4``.
 
     So the SwiGLU MLP adds ``~ 1/l^2`` under LNS (any ``alpha``, for ``l >> alpha``),
-    and its sum over depth converges (``sum 1/l^2 = pi^2/6``). Source: derived here.
+    and its sum over depth converges (``sum 1/l^2 = pi^2/6``). Source: derived here,
+    docs/derivations.md#exact-lns-init.
 
     Examples
     --------
@@ -397,7 +403,7 @@ def lns_swiglu_mlp_limit():
 def moe_gate_factor(gates):
     """Variance factor ``sum_i g_i^2`` of a top-k MoE output over one expert's variance.
 
-    Source: derived here. Experts independent, zero-mean, independent of the gates.
+    Source: derived here (docs/derivations.md#exact-moe). Experts independent, zero-mean, independent of the gates.
 
     Parameters
     ----------
@@ -432,7 +438,8 @@ def gqa_attention_increment(group=G, sum_a2=sp.Symbol("A_2", positive=True)):
     """Attention-output variance with ``H`` heads in groups of ``G`` sharing ``W_V``.
 
     Each head has its own independent block of ``W_O``, so cross terms vanish and the
-    sum over heads equals MHA's: ``H * alpha^2 g^2 A_2/H``, no ``G``. Source: derived here.
+    sum over heads equals MHA's: ``H * alpha^2 g^2 A_2/H``, no ``G``. Source: derived here,
+    docs/derivations.md#exact-gqa-init.
 
     Parameters
     ----------
@@ -457,11 +464,11 @@ def gqa_attention_increment(group=G, sum_a2=sp.Symbol("A_2", positive=True)):
     return sp.simplify(groups * heads_per_group * per_head)
 
 
-# -- the aligned bridge (THEORY.md C) -------------------------------------------------
+# -- the aligned bridge (docs/derivations.md#bridge-aligned) -----------------------------------
 def bridge_step(std=sigma, aligned=a, independent=b):
     """``sigma_{l+1}^2 = (sigma_l + a)^2 + b^2`` for ``f = a x/sigma + b xi``.
 
-    Source: derived here (THEORY.md C): ``xi`` zero-mean, unit variance, independent
+    Source: derived here (docs/derivations.md#bridge-aligned): ``xi`` zero-mean, unit variance, independent
     of ``x``; per coordinate ``E(x + a x/sigma)^2 = (sigma + a)^2``.
 
     Parameters

@@ -1,6 +1,6 @@
 """Every symbol of the theory, defined once, with its sympy assumptions.
 
-Notation of ``shared/THEORY.md`` (P1 = Sun et al. 2025, "The Curse of Depth in Large
+Notation of docs/derivations.md#notation (P1 = Sun et al. 2025, "The Curse of Depth in Large
 Language Models"; P2 = "When Does Sparsity Mitigate the Curse of Depth in LLMs").
 
 Integers (``integer=True, positive=True`` unless noted)
@@ -55,10 +55,10 @@ constants of a Theta. Matrices: ``J_LN`` (d x d) the norm's Jacobian, ``h_vec`` 
 the normalised stream; ``gate(j)`` = gamma(j) the MoE gate of the j-th chosen expert.
 
 Nonnegative reals: ``a`` (aligned part) and ``b`` (independent part) of a sublayer
-output, ``f = a*x/sigma + b*xi`` (THEORY.md C); ``cos_tok`` mean cosine between
+output, ``f = a*x/sigma + b*xi`` (docs/derivations.md#bridge-aligned); ``cos_tok`` mean cosine between
 distinct normalised tokens.
 
->>> from theory.symbols import L, alpha, rho, lam
+>>> from theory.symbolic.symbols import L, alpha, rho, lam
 >>> (L.is_integer, alpha.is_positive, rho.is_positive, lam)
 (True, True, True, lambda)
 """

@@ -9,7 +9,7 @@ For ``z ~ N(0, q)`` this module computes, vectorised over an array of variances 
   correlation ``r`` (ReLU: the arc-cosine closed form; others by 2-D Gauss-Hermite),
   :func:`derivative_kernel` the same for ``phi'``.
 
-Quadrature (derived here; errors measured against ``scipy.integrate.quad`` with
+Quadrature (derived here, docs/derivations.md#gaussian-quadrature; errors measured against ``scipy.integrate.quad`` with
 ``epsrel=1e-13`` and against a rule of twice the order):
 
 - ``q <= 2``: probabilists' Gauss-Hermite with 96 nodes, relative error < 1e-12 for
@@ -54,7 +54,13 @@ _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
 def activation(name: str):
-    """The element-wise activation ``phi`` (GELU in its exact erf form; SwiGLU's gate is SiLU)."""
+    """The element-wise activation ``phi`` (GELU in its exact erf form; SwiGLU's gate is SiLU).
+
+    The function maps an array to an array of the same shape.
+
+    >>> activation("relu")(np.array([-1.0, 2.0])).tolist(), float(activation("silu")(0.0))
+    ([0.0, 2.0], 0.0)
+    """
     if name == "relu":
         return lambda z: np.maximum(z, 0.0)
     if name == "gelu":
@@ -65,7 +71,11 @@ def activation(name: str):
 
 
 def activation_derivative(name: str):
-    """``phi'``: ReLU step, GELU ``Phi(z) + z N(z)``, SiLU ``sig(z) (1 + z (1 - sig(z)))``."""
+    """``phi'``: ReLU step, GELU ``Phi(z) + z N(z)``, SiLU ``sig(z) (1 + z (1 - sig(z)))`` (shape-preserving).
+
+    >>> activation_derivative("relu")(np.array([-1.0, 2.0])).tolist(), float(activation_derivative("gelu")(0.0))
+    ([0.0, 1.0], 0.5)
+    """
     if name == "relu":
         return lambda z: (z > 0).astype(float)
     if name == "gelu":
@@ -133,7 +143,7 @@ def _by_regime(func, relu_part, relu_mean, q) -> np.ndarray:
 def second_moment(name: str, q) -> np.ndarray:
     """``E[phi(z)^2]``, ``z ~ N(0, q)``; for ``swiglu`` the product ``E[silu(z1)^2] E[z2^2]``.
 
-    Source: derived here (THEORY.md B, the MLP increment ``d_ff s^2 E[phi(z)^2]``).
+    Source: derived here (docs/derivations.md#sublayer-increments: the MLP increment ``d_ff s^2 E[phi(z)^2]``).
     ReLU exact ``q/2``; GELU/SiLU by quadrature (module docstring for the error).
 
     >>> round(float(second_moment("gelu", 1.0)), 10), float(second_moment("swiglu", 0.0))
@@ -150,7 +160,8 @@ def second_moment(name: str, q) -> np.ndarray:
 def derivative_moment(name: str, q) -> np.ndarray:
     """``E[phi'(z)^2]``, ``z ~ N(0, q)`` (for ``swiglu`` that of the SiLU gate).
 
-    Source: derived here. ReLU exact ``1/2``; at ``q -> 0`` GELU/SiLU give ``1/4``.
+    Source: derived here (docs/derivations.md#gaussian-quadrature).
+    ReLU exact ``1/2``; at ``q -> 0`` GELU/SiLU give ``1/4``.
 
     >>> float(derivative_moment("relu", 3.0)), round(float(derivative_moment("gelu", 1e-12)), 9)
     (0.5, 0.25)
@@ -166,7 +177,7 @@ def derivative_moment(name: str, q) -> np.ndarray:
 def swiglu_jvp_gain(q) -> np.ndarray:
     """``q E[silu'(z1)^2] + E[silu(z1)^2]`` with ``z1 ~ N(0, q)``.
 
-    Source: derived here. The SwiGLU hidden unit ``silu(z1) z3`` has tangent
+    Source: derived here (docs/derivations.md#exact-jacobian-init). The SwiGLU hidden unit ``silu(z1) z3`` has tangent
     ``silu'(z1) dz1 z3 + silu(z1) dz3``; with ``dz1, dz3`` independent of ``(z1, z3)``
     (the tangent is orthogonal to the normalised input) and ``E z3^2 = q``, its second
     moment per unit tangent variance is this gain.
@@ -195,7 +206,8 @@ def dual_kernel(name: str, q, r, order: int = 64) -> np.ndarray:
 
     For ``swiglu`` the hidden unit is ``silu(z1) z3`` with independent pairs, so the
     kernel is ``E[silu(z1) silu(z1')] * q r``. Broadcasts ``q`` against ``r``.
-    Source: derived here (dual activation; ReLU closed form by :func:`relu_dual_kernel`).
+    Source: derived here (docs/derivations.md#dual-kernels; dual activation;
+    ReLU closed form by :func:`relu_dual_kernel`).
 
     >>> round(float(dual_kernel("gelu", 1.0, 1.0)), 9) == round(float(second_moment("gelu", 1.0)), 9)
     True
@@ -218,8 +230,9 @@ def derivative_kernel(name: str, q, r, order: int = 64) -> np.ndarray:
 
     For ``swiglu`` that of the SiLU gate. ReLU: ``(pi - arccos r)/(2 pi)`` (degree-0
     arc-cosine kernel, Cho & Saul 2009); GELU/SiLU: 64 x 64 Gauss-Hermite as
-    :func:`dual_kernel` (same error statement). Source: derived here (tangent covariance
-    between tokens of an MLP branch, :mod:`theory.covariance`).
+    :func:`dual_kernel` (same error statement). Source: derived here
+    (docs/derivations.md#dual-kernels; tangent covariance
+    between tokens of an MLP branch, :mod:`theory.meanfield.covariance`).
 
     >>> float(derivative_kernel("relu", 1.0, 0.0)), round(float(derivative_kernel("relu", 2.0, 1.0)), 12)
     (0.25, 0.5)

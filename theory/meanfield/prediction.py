@@ -1,14 +1,15 @@
 """Per-layer predictions for a :class:`~theory.setting.Setting`: exact laws and paper bounds.
 
 ``predict(setting)`` returns a long table with columns ``layer, metric, law, kind, value``
-(CONTRACT.md): layer 0 is the input, layer ``l`` the stream after block ``l``. The
+(docs/formats.md#theory-predict): layer 0 is the input, layer ``l`` the stream after block ``l``. The
 random-init laws come from one recursion over the sublayers of the stack: the T x T
-token-covariance recursion :func:`theory.covariance.stream_recursion` (per-position
+token-covariance recursion :func:`theory.meanfield.stack_recursion.stream_recursion` (per-position
 covariance ``K[t, t']``, with tangent covariances for ``jac_dev`` and ``e2e_gain``), step by
 step for the first blocks, then by geometric strides (additive schemes; numerical error
 < 3e-3) or, for post/deepnorm/mix/none tails, the older pair recursion
-:func:`theory.tokens.token_recursion` (mean variance and mean inter-token covariance).
-Assumptions (derived here): i.i.d. zero-mean Gaussian weights, no biases, norms
+:func:`theory.meanfield.pair_recursion.token_recursion` (mean variance and mean inter-token covariance).
+Assumptions (derived here, docs/derivations.md#random-init-assumptions):
+i.i.d. zero-mean Gaussian weights, no biases, norms
 without epsilon (``||N(x)||^2 = d`` exactly), branch masks ``Bernoulli(rho)`` over
 features shared by the tokens; the stream coordinates are then zero-mean and
 uncorrelated, so the ``var`` metric (unbiased over features) equals ``v`` in expectation.
@@ -25,7 +26,7 @@ samples, tau^2 = 0.003), d = 256 (128 samples, tau^2 = 0.0105), d = 360 (96 samp
 tau^2 = 0.021); at d = 32 4-5 % off, about 4 sem with 512 samples.
 ``approx`` where a further step enters (softmax rows with ``tau^2 > 0.01``: exchangeable,
 independent rows with the softmax correction on the diagonal, RoPE through
-:func:`theory.attention_rows.rope_spread`; Jacobian and angular metrics: ``E[ratio] ~ ratio of
+:func:`theory.meanfield.softmax_rows.rope_spread`; Jacobian and angular metrics: ``E[ratio] ~ ratio of
 expectations``, Gaussian stream for ``E[1/rms^2]``, attention tangents through the values
 only); paper statements as ``approx`` (P1 recursions with ``c = 1``, P1's LN Jacobian
 ``J ~ I + f'/sigma`` read as ``jac_dev``, P2 Theorems 4, 5, GQA) or ``upper`` (P2 Theorems 1, 2).
@@ -39,32 +40,27 @@ only); paper statements as ``approx`` (P1 recursions with ``c = 1``, P1's LN Jac
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 import pandas as pd
 import sympy as sp
 
-from theory import architecture
 from theory.architecture import input_moments
-from theory.bounds import iterate_p1_lemma_3_2, iterate_p1_lns
-from theory.setting import Setting, SettingError, add_setting_arguments, setting_from_args
-from theory.covariance import UNIFORM_TAU2, stream_recursion
-from theory.tokens import ATTENTION, LINEAR, MLP, MOE, SublayerPlan, attention_table, kernel_table
+from theory.meanfield.covariance import UNIFORM_TAU2
+from theory.meanfield.stack_recursion import StreamCurves, stream_recursion
+from theory.meanfield.plan import ATTENTION, LINEAR, MLP, MOE, SUBLAYER_CODES, SublayerPlan, build_plan
+from theory.setting import Setting
+from theory.symbolic.bounds import iterate_p1_lemma_3_2, iterate_p1_lns
 
-__all__ = ["predict", "build_plan", "moe_gate_square_sum", "weight_decay_variance", "weight_decay_bound",
-           "main", "first_non_finite", "COLUMNS"]
+__all__ = ["predict", "weight_decay_variance", "weight_decay_bound", "COLUMNS"]
 
 COLUMNS = ("layer", "metric", "law", "kind", "value")
-_KIND_CODES = {"linear": LINEAR, "mlp": MLP, "attention": ATTENTION, "moe": MOE}
-_SUBLAYERS = {block: tuple(_KIND_CODES[kind] for kind in kinds) for block, kinds in architecture.SUBLAYERS.items()}
 _PRE_LIKE = ("pre", "lns", "scaled-init", "depth-scaled-init", "layerscale")  # additive, normed inputs
-_RAW_TAU2_MAX = 25.0  # attention scores of un-normalised streams: table clipped here (approx)
 
 
 # -- weight decay (P2 Theorem 3) ----------------------------------------------------------
 def _weight_decay_lambdified(expr):
-    from theory.symbols import eta, lam, sigma_G, t, u0_var
+    from theory.symbolic.symbols import eta, lam, sigma_G, t, u0_var
     u0 = sp.Symbol("u0")
     return sp.lambdify((t, eta, lam, sigma_G, u0), expr.xreplace({u0_var: u0}), "numpy")
 
@@ -73,13 +69,14 @@ def weight_decay_variance(steps, lr, weight_decay, grad_noise_std, init_var) -> 
     """Exact ``Var(u_t)``, t = 0..steps, of ``u_{t+1} = (1 - eta lam) u_t - eta g_t``.
 
     ``Var(u_t) = r^t Var(u_0) + eta^2 sigma_G^2 (1 - r^t)/(1 - r)``, ``r = (1 - eta lam)^2``.
-    Source: derived here (``theory.recursions.weight_decay_variance``, lambdified).
+    Source: derived here, docs/derivations.md#exact-weight-decay (``theory.symbolic.recursions.weight_decay_variance``,
+    lambdified).
     Assumptions: gradient noise zero-mean, variance ``sigma_G^2``, independent of ``u_t``.
 
     >>> weight_decay_variance(2, 0.1, 1.0, 1.0, 1.0).round(6).tolist()
     [1.0, 0.82, 0.6742]
     """
-    from theory.recursions import weight_decay_variance as closed_form
+    from theory.symbolic.recursions import weight_decay_variance as closed_form
     if lr * weight_decay == 1:  # r = 0: only the last noise step survives
         return np.concatenate([[init_var], np.full(int(steps), lr**2 * grad_noise_std**2)])
     func = _weight_decay_lambdified(closed_form())
@@ -89,71 +86,14 @@ def weight_decay_variance(steps, lr, weight_decay, grad_noise_std, init_var) -> 
 def weight_decay_bound(steps, lr, weight_decay, grad_noise_std, init_var) -> np.ndarray:
     """P2 Theorem 3: ``Var(u_t) <= (1 - eta lam)^(2t) Var(u_0) + eta sigma_G^2/lam``, t = 0..steps.
 
-    Source: P2 Theorem 3 (``theory.bounds.p2_thm_3_bound``, lambdified); needs ``0 < eta lam <= 1``.
+    Source: P2 Theorem 3 (``theory.symbolic.bounds.p2_thm_3_bound``, lambdified); needs ``0 < eta lam <= 1``.
 
     >>> weight_decay_bound(1, 0.1, 1.0, 1.0, 1.0).round(6).tolist()
     [1.1, 0.91]
     """
-    from theory.bounds import p2_thm_3_bound
+    from theory.symbolic.bounds import p2_thm_3_bound
     func = _weight_decay_lambdified(p2_thm_3_bound())
     return np.asarray(func(np.arange(int(steps) + 1), lr, weight_decay, grad_noise_std, init_var), dtype=float)
-
-
-# -- MoE gates ------------------------------------------------------------------------------
-def moe_gate_square_sum(experts: int, top_k: int, logit_var: float, uniform: bool = False,
-                        draws: int = 1 << 17, seed: int = 0) -> float:
-    """``E[sum_i g_i^2]`` over the top-k gates (softmax over the top-k logits).
-
-    Logits i.i.d. ``N(0, logit_var)`` (router ``h W_r`` with ``||h||^2`` fixed). Uniform gates:
-    exactly ``1/k``; ``k = 1``: exactly 1; otherwise a fixed-seed numpy Monte-Carlo with
-    ``draws`` samples (standard error < 1e-3 for 2^17 draws). Source: derived here.
-
-    >>> moe_gate_square_sum(8, 2, 1.0, uniform=True), moe_gate_square_sum(8, 1, 1.0)
-    (0.5, 1.0)
-    """
-    if uniform or top_k == 1 or logit_var == 0:
-        return 1.0 if top_k == 1 else 1.0 / top_k
-    rng = np.random.default_rng(seed)
-    logits = rng.standard_normal((draws, experts)) * math.sqrt(logit_var)  # (draws, E)
-    top = -np.sort(-logits, axis=1)[:, :top_k]  # (draws, k), descending
-    gates = np.exp(top - top[:, :1])
-    gates /= gates.sum(axis=1, keepdims=True)
-    return float((gates**2).sum(axis=1).mean())
-
-
-# -- the plan of a stack ----------------------------------------------------------------------
-def build_plan(setting: Setting) -> SublayerPlan:
-    """The :class:`~theory.tokens.SublayerPlan` of ``setting`` (scheme semantics of CONTRACT.md)."""
-    subs = _SUBLAYERS[setting.block]
-    block = np.repeat(np.arange(1, setting.depth + 1), len(subs))  # (N,)
-    kind = np.tile(np.array(subs), setting.depth)
-    wiring = architecture.placements(setting, block)  # fields (N,)
-    raw = ~wiring.norm_input
-    in_scale2 = wiring.input_scale**2
-    branch2 = setting.mask_density * wiring.branch_scale**2
-    alpha = setting.alpha
-    f = {role: architecture.weight_std_factor(setting, block, role) ** 2
-         for role in ("q", "k", "v", "o", "up", "down", "linear")}
-    alpha_in = alpha * np.select([kind == LINEAR, kind == ATTENTION], [f["linear"], f["v"]], f["up"])
-    alpha_out = np.select([kind == LINEAR, kind == ATTENTION], [np.ones(block.shape), alpha * f["o"]], alpha * f["down"])
-    alpha_qk = alpha**2 * f["q"] * f["k"]
-    q_in = np.where(raw, 1.0, in_scale2)
-    attention = kernel = None
-    if ATTENTION in subs:
-        tau2_max = _RAW_TAU2_MAX if raw.any() else float(np.max(alpha_qk * q_in**2))
-        attention = attention_table(setting.tokens, setting.causal, setting.head_dim, tau2_max)
-    if MLP in subs or MOE in subs:
-        pre = alpha * f["up"] * q_in
-        lo, hi = (1e-8, 1e8) if raw.any() else (float(pre.min()), float(pre.max()))
-        kernel = kernel_table("silu" if setting.activation == "swiglu" else setting.activation, lo, hi)
-    router_var = alpha * float(np.median(q_in))  # logits of the router: N(0, alpha q_in)
-    return SublayerPlan(
-        kind=kind, block=block, norm_input=wiring.norm_input, in_scale2=in_scale2, norm_branch=wiring.norm_branch,
-        branch2=branch2, stream_scale2=wiring.stream_scale**2, norm_after=wiring.norm_after_add, alpha_in=alpha_in, alpha_out=alpha_out, alpha_qk=alpha_qk,
-        activation=setting.activation, ffn_ratio=setting.resolved_ffn_width / setting.width, width=setting.width,
-        rope=setting.rope, alignment=setting.alignment, attention=attention, kernel=kernel,
-        gate2=moe_gate_square_sum(setting.experts, setting.top_k, router_var, setting.uniform_gates),
-        gate_overlap0=1.0 / setting.experts, shared_expert=setting.shared_expert)
 
 
 # -- P1 recursions (paper, c = 1) -------------------------------------------------------------
@@ -176,7 +116,7 @@ def _homogeneous(setting: Setting) -> bool:
 def _uniform_attention(setting: Setting, plan: SublayerPlan) -> bool:
     """Attention in the uniform regime: normed inputs, score variance ``alpha_q alpha_k g^4 <= UNIFORM_TAU2``.
 
-    There the matrix recursion (:mod:`theory.covariance`) is exact in the mean-field limit
+    There the matrix recursion (:mod:`theory.meanfield.covariance`) is exact in the mean-field limit
     (attention rows uniform up to ``O(tau^2)``, which the softmax term corrects on the diagonal).
     MoE blocks are excluded (their routing overlap between tokens is interpolated).
     """
@@ -187,17 +127,17 @@ def _uniform_attention(setting: Setting, plan: SublayerPlan) -> bool:
     return bool(plan.norm_input[attn].all() and tau2.max() <= UNIFORM_TAU2)
 
 
-def _matrix_blocks(setting: Setting, out: dict) -> np.ndarray:
+def _matrix_blocks(setting: Setting, curves: StreamCurves) -> np.ndarray:
     """(L,) bool: blocks computed by the T x T recursion (before the switch to the pair recursion)."""
-    return np.arange(1, setting.depth + 1) <= (setting.depth if out["mode"] == "stride" else out["matrix_blocks"])
+    return np.arange(1, setting.depth + 1) <= (setting.depth if curves.mode == "stride" else curves.matrix_blocks)
 
 
-def _var_exact(setting: Setting, plan: SublayerPlan, out: dict) -> np.ndarray:
+def _var_exact(setting: Setting, plan: SublayerPlan, curves: StreamCurves) -> np.ndarray:
     """Per block: is the ``var`` law exact (module docstring)? (L,) bool."""
-    last = np.arange(setting.depth) * len(_SUBLAYERS[setting.block]) + len(_SUBLAYERS[setting.block]) - 1
+    last = np.arange(setting.depth) * len(SUBLAYER_CODES[setting.block]) + len(SUBLAYER_CODES[setting.block]) - 1
     normed_after = plan.norm_after[last]
     uniform = _uniform_attention(setting, plan) and setting.scheme not in ("mix", "none")
-    attention_free = setting.block in ("linear", "mlp") or (uniform & _matrix_blocks(setting, out))
+    attention_free = setting.block in ("linear", "mlp") or (uniform & _matrix_blocks(setting, curves))
     if setting.alignment > 0:
         base = setting.block in ("linear", "mlp") and setting.scheme in ("pre", "lns", "scaled-init",
                                                                        "depth-scaled-init", "layerscale")
@@ -212,13 +152,13 @@ def _var_exact(setting: Setting, plan: SublayerPlan, out: dict) -> np.ndarray:
     return normed_after | base if setting.norm == "rmsnorm" or setting.alignment > 0 else np.full(setting.depth, base)
 
 
-def _branch_exact(setting: Setting, plan: SublayerPlan, idx: np.ndarray, out: dict) -> np.ndarray:
+def _branch_exact(setting: Setting, plan: SublayerPlan, idx: np.ndarray, curves: StreamCurves) -> np.ndarray:
     """Per step in ``idx``: is the branch variance exact (MLP/linear/MoE; attention in the uniform regime)?"""
     kind = plan.kind[idx]
     normed_input = plan.norm_input[idx] | plan.norm_branch[idx]
     after_norm = (plan.block[idx] >= 2) & plan.norm_after.any()  # post/deepnorm: ||x||^2 = d
     homogeneous = (kind == LINEAR) | (setting.activation == "relu")
-    in_matrix = _matrix_blocks(setting, out)[plan.block[idx] - 1]
+    in_matrix = _matrix_blocks(setting, curves)[plan.block[idx] - 1]
     uniform = ((kind == ATTENTION) & _uniform_attention(setting, plan) & in_matrix
                & (setting.scheme not in ("mix", "none")) & ~plan.norm_branch[idx])
     return ((kind != ATTENTION) & (normed_input | after_norm | homogeneous) & (setting.alignment == 0)) | uniform
@@ -258,30 +198,30 @@ def _block_products(values: np.ndarray, per_block: int) -> np.ndarray:
     return values.reshape(-1, per_block).prod(axis=1)  # (N,) -> (L, per_block) -> (L,)
 
 
-def _random_init_rows(setting: Setting, plan: SublayerPlan, out: dict) -> list[tuple]:
-    depth, per_block = setting.depth, len(_SUBLAYERS[setting.block])
+def _random_init_rows(setting: Setting, plan: SublayerPlan, curves: StreamCurves) -> list[tuple]:
+    depth, per_block = setting.depth, len(SUBLAYER_CODES[setting.block])
     layers = np.arange(depth + 1)
     v0, c0 = input_moments(setting)
     last = np.arange(depth) * per_block + per_block - 1
     law = _var_law(setting)
     correction = setting.width / (setting.width - 1) if setting.norm == "layernorm" else 1.0
-    var = np.concatenate([[v0], np.where(plan.norm_after[last], out["v"][last] * correction, out["v"][last])])
-    exact = np.concatenate([[True], _var_exact(setting, plan, out)])
+    var = np.concatenate([[v0], np.where(plan.norm_after[last], curves.v[last] * correction, curves.v[last])])
+    exact = np.concatenate([[True], _var_exact(setting, plan, curves)])
     frames = [_rows(layers, "var", law, exact, var)]
     for code, metric in ((ATTENTION, "var_attn"), (MLP, "var_mlp"), (MOE, "var_mlp"), (LINEAR, "var_mlp")):
         idx = np.flatnonzero(plan.kind == code)
         if len(idx):
             branch_law = {"var_attn": "exact-gqa-init" if setting.group_size > 1 else "exact-causal-attention"}.get(
                 metric, "exact-moe" if code == MOE else law)
-            frames.append(_rows(plan.block[idx], metric, branch_law, _branch_exact(setting, plan, idx, out),
-                                out["branch"][idx]))
-    frames.append(_rows(layers[1:], "angular", law, "approx", out["angular"]))
+            frames.append(_rows(plan.block[idx], metric, branch_law, _branch_exact(setting, plan, idx, curves),
+                                curves.branch[idx]))
+    frames.append(_rows(layers[1:], "angular", law, "approx", curves.angular))
     if setting.tokens >= 2:
-        token_cos = np.concatenate([[c0 / v0], out["tcos"][last]])
-        exact_cos = _uniform_attention(setting, plan) & _matrix_blocks(setting, out) & (setting.scheme in _PRE_LIKE)
+        token_cos = np.concatenate([[c0 / v0], curves.tcos[last]])
+        exact_cos = _uniform_attention(setting, plan) & _matrix_blocks(setting, curves) & (setting.scheme in _PRE_LIKE)
         frames.append(_rows(layers, "token_cos", "exact-causal-attention", np.concatenate([[True], exact_cos]),
                             token_cos))
-    gain = _block_products(1.0 + out["jac2"], per_block)  # (L,); NaN for blocks normalising the sum
+    gain = _block_products(1.0 + curves.jac2, per_block)  # (L,); NaN for blocks normalising the sum
     finite = np.isfinite(gain)
     if setting.alignment == 0 and finite.any():
         frames.append(_rows(layers[1:][finite], "jac_dev", "exact-jacobian-init", "approx", np.sqrt(gain[finite] - 1.0)))
@@ -290,10 +230,10 @@ def _random_init_rows(setting: Setting, plan: SublayerPlan, out: dict) -> list[t
         # E[1/rms^2] correction, no product of sublayers: jac_dev^2 ~ sum_sublayers g^2 ||df/dh||^2/(d sigma^2)
         d = setting.width
         proj = (d - 1) / (d - 2) if d > 2 else 1.0
-        p1 = np.sqrt(out["jac2"].reshape(-1, per_block).sum(axis=1) / proj)
+        p1 = np.sqrt(curves.jac2.reshape(-1, per_block).sum(axis=1) / proj)
         frames.append(_rows(layers[1:], "jac_dev", "p1-ln-jacobian", "approx", p1))
     if setting.alignment == 0 and finite.all():  # tangent of an isotropic probe: gains multiply
-        e2e = np.sqrt(np.exp(np.cumsum(np.log(_block_products(out["e2e2"], per_block)))))
+        e2e = np.sqrt(np.exp(np.cumsum(np.log(_block_products(curves.e2e2, per_block)))))
         frames.append(_rows(layers, "e2e_gain", "exact-jacobian-init", "approx", np.concatenate([[1.0], e2e])))
     return frames
 
@@ -309,7 +249,7 @@ def _paper_rows(setting: Setting, plan: SublayerPlan) -> list[tuple]:
     if scheme == "none" and setting.alignment == 0:
         sub_gains = [setting.alpha if code == LINEAR else setting.alpha**2 if code == ATTENTION
                      else setting.resolved_ffn_width / setting.width * setting.alpha**2 / 2
-                     for code in _SUBLAYERS[setting.block]]
+                     for code in SUBLAYER_CODES[setting.block]]
         bounded = setting.block != "moe" and (setting.block in ("linear", "attention")
                                               or setting.activation in ("relu", "gelu", "silu"))
         if bounded:
@@ -329,11 +269,11 @@ def _paper_rows(setting: Setting, plan: SublayerPlan) -> list[tuple]:
 def predict(setting: Setting) -> pd.DataFrame:
     """Per-layer predictions for ``setting``: columns ``layer, metric, law, kind, value``.
 
-    Metrics ``var, var_attn, var_mlp, angular, token_cos, jac_dev, e2e_gain`` (CONTRACT.md),
-    the random-init laws of :func:`theory.tokens.token_recursion` (kinds in the module
+    Metrics ``var, var_attn, var_mlp, angular, token_cos, jac_dev, e2e_gain`` (docs/formats.md#layers-and-metrics),
+    the random-init laws of :func:`theory.meanfield.stack_recursion.stream_recursion` (kinds in the module
     docstring) and the paper statements that apply (P1 Lemma 3.2 / LNS with ``c = 1``,
     P2 Theorems 1, 2 (upper), 4, GQA (approx); P2 Theorem 5 for MoE).
-    Source: derived here; paper rows cite their statement in ``law``.
+    Source: derived here (docs/derivations.md); paper rows cite their statement in ``law``.
 
     >>> t = predict(Setting(preset=None, block="mlp", activation="relu", depth=2, width=64, ffn_width=256))
     >>> t[(t.metric == "var_mlp")].value.tolist()
@@ -344,70 +284,11 @@ def predict(setting: Setting) -> pd.DataFrame:
     plan = build_plan(setting)
     v0, c0 = input_moments(setting)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a blow-up gives inf/NaN rows
-        out = stream_recursion(plan, v0, c0, setting.tokens, setting.causal, setting.head_dim)
-        frames = _random_init_rows(setting, plan, out) + _paper_rows(setting, plan)
+        curves = stream_recursion(plan, v0, c0, setting.tokens, setting.causal, setting.head_dim)
+        frames = _random_init_rows(setting, plan, curves) + _paper_rows(setting, plan)
     moe = np.flatnonzero(plan.kind == MOE)
     if len(moe):
-        expert = out["branch"][moe] / (plan.gate2 + (1.0 if setting.shared_expert else 0.0))
+        expert = curves.branch[moe] / (plan.gate2 + (1.0 if setting.shared_expert else 0.0))
         value = expert * (1.0 / setting.top_k + (1.0 if setting.shared_expert else 0.0))
         frames.append(_rows(plan.block[moe], "var_mlp", "p2-thm-5", "approx", value))
     return _table(frames)
-
-
-# -- command line -----------------------------------------------------------------------------
-def write_csv(table: pd.DataFrame, path: str) -> None:
-    """Write ``table`` as plain CSV (no quotes, full float precision) with pyarrow.
-
-    pyarrow's multi-threaded writer takes about 2 s for the 9e6 rows of depth 10^6,
-    where ``DataFrame.to_csv`` takes about 30 s.
-    """
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-    with open(path, "wb") as stream:  # pyarrow quotes a header it writes itself
-        stream.write((",".join(table.columns) + "\n").encode())
-        pa_csv.write_csv(pa.Table.from_pandas(table, preserve_index=False), stream,
-                         pa_csv.WriteOptions(include_header=False, quoting_style="none"))
-
-
-def main(argv=None) -> int:
-    """``python -m theory predict [SETTING FLAGS] --out FILE.csv``: write the table atomically.
-
-    Bad settings exit with code 2 and one line on stderr; no file is written.
-    """
-    from theory.cli import CliParser, atomic_write, fail, output_path
-    prog = "python -m theory predict"
-    parser = CliParser(prog=prog, description="Per-layer predictions (CSV: layer,metric,law,kind,value).")
-    add_setting_arguments(parser)
-    parser.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV file")
-    args = parser.parse_args(argv)
-    try:
-        setting = setting_from_args(args)
-    except (SettingError, ValueError) as error:
-        fail(prog, str(error))
-    out = output_path(prog, args.out, directory=False)
-    table = predict(setting)
-    atomic_write(out, lambda temp: write_csv(table, temp))
-    metrics = ",".join(sorted(table.metric.unique()))
-    print(f"wrote {len(table)} rows ({setting.depth + 1} layers; {metrics}) to {out}")
-    blow_up = first_non_finite(table)
-    if blow_up:
-        print(f"{prog}: warning: {blow_up}", file=sys.stderr)
-    return 0
-
-
-def first_non_finite(table: pd.DataFrame) -> str:
-    """Where the predicted curves leave float64 (inf/nan), one line per table; "" when all are finite.
-
-    >>> first_non_finite(pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "law": "x", "value": [1, 2, np.inf]}))
-    'not finite from layer 2 (var/x at 2); those values are written as inf/nan'
-    """
-    bad = table[~np.isfinite(table["value"].to_numpy(dtype=float))]
-    if bad.empty:
-        return ""
-    starts = bad.groupby(["metric", "law"], observed=True)["layer"].min().sort_values()  # (curves,)
-    curves = ", ".join(f"{metric}/{law} at {layer}" for (metric, law), layer in starts.items())
-    return f"not finite from layer {int(starts.iloc[0])} ({curves}); those values are written as inf/nan"
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

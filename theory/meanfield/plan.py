@@ -1,0 +1,143 @@
+"""The plan of a stack: per-sublayer parameters of the mean-field recursions, read off a Setting.
+
+:func:`build_plan` turns a :class:`~theory.setting.Setting` into a :class:`SublayerPlan`,
+arrays of length ``N = depth x sublayers per block`` (the wiring from
+:mod:`theory.architecture`, the one spec of schemes and blocks), with the interpolation
+tables (:mod:`theory.meanfield.tables`) the recursions need and the MoE gate moments
+(:func:`moe_gate_square_sum`). Source: derived here (schemes: docs/design.md#schemes;
+increments: docs/derivations.md#scheme-increments).
+
+>>> from theory.setting import Setting
+>>> plan = build_plan(Setting(block="transformer", depth=2, width=32, heads=4, tokens=4))
+>>> plan.size, plan.kind.tolist(), plan.block.tolist()  # (N,) = (depth * 2,): attention, MLP per block
+(4, [2, 1, 2, 1], [1, 1, 2, 2])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from theory import architecture
+from theory.meanfield.tables import AttentionTable, KernelTable, attention_table, kernel_table
+from theory.setting import Setting
+
+__all__ = ["LINEAR", "MLP", "ATTENTION", "MOE", "SUBLAYER_CODES", "SublayerPlan", "build_plan",
+           "moe_gate_square_sum"]
+
+LINEAR, MLP, ATTENTION, MOE = 0, 1, 2, 3  # SublayerPlan.kind codes
+
+_KIND_CODES = {"linear": LINEAR, "mlp": MLP, "attention": ATTENTION, "moe": MOE}
+SUBLAYER_CODES = {block: tuple(_KIND_CODES[kind] for kind in kinds) for block, kinds in architecture.SUBLAYERS.items()}
+_RAW_TAU2_MAX = 25.0  # attention scores of un-normalised streams: table clipped here (approx)
+
+
+@dataclass(frozen=True)
+class SublayerPlan:
+    """Per-sublayer parameters of a stack, arrays of length ``N`` (sublayers in order).
+
+    A sublayer maps the stream ``x`` (second moment ``v``, cosine ``rho``) to
+    ``y = N?(stream_scale x + B + alignment x/rms(x))`` with the branch
+    ``B = mask * branch_scale * N_b?(f(input))``, ``input = sqrt(in_scale2) N(x)`` if
+    ``norm_input`` else ``x`` (so its second moment is ``q_in = in_scale2`` or ``v``).
+    ``branch2`` is ``branch_scale^2 * rho_mask``.
+    """
+
+    kind: np.ndarray  # (N,) int: LINEAR, MLP, ATTENTION, MOE
+    block: np.ndarray  # (N,) 1-based block index
+    norm_input: np.ndarray  # (N,) bool
+    in_scale2: np.ndarray  # (N,) g^2
+    norm_branch: np.ndarray  # (N,) bool (sandwich/peri)
+    branch2: np.ndarray  # (N,)
+    stream_scale2: np.ndarray  # (N,) (deepnorm)
+    norm_after: np.ndarray  # (N,) bool (post, deepnorm)
+    alpha_in: np.ndarray  # (N,) alpha of W_V, W1 (and W3), W (linear)
+    alpha_out: np.ndarray  # (N,) alpha of W_O, W2; 1 for linear
+    alpha_qk: np.ndarray  # (N,) alpha_q * alpha_k
+    activation: str
+    ffn_ratio: float
+    width: int
+    rope: bool
+    alignment: float
+    attention: AttentionTable | None
+    kernel: KernelTable | None
+    gate2: float = 1.0  # MoE E[sum g_i^2]
+    gate_overlap0: float = 1.0  # MoE E[sum_i g_ti g_t'i] for independent routing (1/E)
+    shared_expert: bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self.kind)
+
+    def is_additive(self, idx) -> np.ndarray:
+        """Steps whose increment does not depend on ``v``: ``v' = v + B(rho)``; bool, shape of ``idx``.
+
+        >>> build_plan(Setting(scheme="post", block="mlp", depth=2, width=32)).is_additive(np.arange(2)).tolist()
+        [False, False]
+        """
+        return self.norm_input[idx] & ~self.norm_after[idx] & (self.stream_scale2[idx] == 1) & (self.alignment == 0)
+
+
+# -- MoE gates ------------------------------------------------------------------------------
+def moe_gate_square_sum(experts: int, top_k: int, logit_var: float, uniform: bool = False,
+                        draws: int = 1 << 17, seed: int = 0) -> float:
+    """``E[sum_i g_i^2]`` over the top-k gates (softmax over the top-k logits).
+
+    Logits i.i.d. ``N(0, logit_var)`` (router ``h W_r`` with ``||h||^2`` fixed). Uniform gates:
+    exactly ``1/k``; ``k = 1``: exactly 1; otherwise a fixed-seed numpy Monte-Carlo with
+    ``draws`` samples (standard error < 1e-3 for 2^17 draws). Source: derived here,
+    docs/derivations.md#moe-gate-square-sum.
+
+    >>> moe_gate_square_sum(8, 2, 1.0, uniform=True), moe_gate_square_sum(8, 1, 1.0)
+    (0.5, 1.0)
+    """
+    if uniform or top_k == 1 or logit_var == 0:
+        return 1.0 if top_k == 1 else 1.0 / top_k
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal((draws, experts)) * math.sqrt(logit_var)  # (draws, E)
+    top = -np.sort(-logits, axis=1)[:, :top_k]  # (draws, k), descending
+    gates = np.exp(top - top[:, :1])
+    gates /= gates.sum(axis=1, keepdims=True)
+    return float((gates**2).sum(axis=1).mean())
+
+
+# -- the plan of a stack ----------------------------------------------------------------------
+def build_plan(setting: Setting) -> SublayerPlan:
+    """The :class:`SublayerPlan` of ``setting`` (schemes: docs/design.md#schemes); arrays (N,), N = depth x P.
+
+    >>> plan = build_plan(Setting(scheme="pre", block="mlp", activation="relu", depth=3, width=32))
+    >>> plan.kind.shape, bool(plan.norm_input.all()), plan.in_scale2.tolist(), plan.ffn_ratio
+    ((3,), True, [1.0, 1.0, 1.0], 4.0)
+    """
+    subs = SUBLAYER_CODES[setting.block]
+    block = np.repeat(np.arange(1, setting.depth + 1), len(subs))  # (N,)
+    kind = np.tile(np.array(subs), setting.depth)
+    wiring = architecture.placements(setting, block)  # fields (N,)
+    raw = ~wiring.norm_input
+    in_scale2 = wiring.input_scale**2
+    branch2 = setting.mask_density * wiring.branch_scale**2
+    alpha = setting.alpha
+    f = {role: architecture.weight_variance_factor(setting, block, role)
+         for role in ("q", "k", "v", "o", "up", "down", "linear")}
+    alpha_in = alpha * np.select([kind == LINEAR, kind == ATTENTION], [f["linear"], f["v"]], f["up"])
+    alpha_out = np.select([kind == LINEAR, kind == ATTENTION], [np.ones(block.shape), alpha * f["o"]], alpha * f["down"])
+    alpha_qk = alpha**2 * f["q"] * f["k"]
+    q_in = np.where(raw, 1.0, in_scale2)
+    attention = kernel = None
+    if ATTENTION in subs:
+        tau2_max = _RAW_TAU2_MAX if raw.any() else float(np.max(alpha_qk * q_in**2))
+        attention = attention_table(setting.tokens, setting.causal, setting.head_dim, tau2_max)
+    if MLP in subs or MOE in subs:
+        pre = alpha * f["up"] * q_in
+        lo, hi = (1e-8, 1e8) if raw.any() else (float(pre.min()), float(pre.max()))
+        kernel = kernel_table("silu" if setting.activation == "swiglu" else setting.activation, lo, hi)
+    router_var = alpha * float(np.median(q_in))  # logits of the router: N(0, alpha q_in)
+    return SublayerPlan(
+        kind=kind, block=block, norm_input=wiring.norm_input, in_scale2=in_scale2, norm_branch=wiring.norm_branch,
+        branch2=branch2, stream_scale2=wiring.stream_scale**2, norm_after=wiring.norm_after_add, alpha_in=alpha_in, alpha_out=alpha_out, alpha_qk=alpha_qk,
+        activation=setting.activation, ffn_ratio=setting.resolved_ffn_width / setting.width, width=setting.width,
+        rope=setting.rope, alignment=setting.alignment, attention=attention, kernel=kernel,
+        gate2=moe_gate_square_sum(setting.experts, setting.top_k, router_var, setting.uniform_gates),
+        gate_overlap0=1.0 / setting.experts, shared_expert=setting.shared_expert)
