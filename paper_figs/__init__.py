@@ -3,7 +3,11 @@
 ``FIGURES`` maps a figure name to a function ``(out_dir, quick) -> list of written
 paths`` (a PNG and a PDF per figure). Build them with ``python -m paper_figs
 [--quick] [--only NAME] [--out DIR]``; Monte-Carlo runs go through the simulator's
-cache, so a second build is fast.
+cache, so a second build is fast. The figure modules share :mod:`paper_figs.style` (look,
+bands, theory lines, what each line was drawn from), :mod:`paper_figs.legends` and
+:mod:`paper_figs.profiles` (per-layer profile panels); :mod:`paper_figs.layout` checks a
+rendered figure for overlapping or too small text. The notebooks import their helpers from
+:mod:`paper_figs.notebook` and :mod:`paper_figs.explorer`.
 
 >>> sorted(FIGURES)[:3]
 ['angular_heatmap', 'block_jacobians', 'gqa_groups']
@@ -11,7 +15,8 @@ cache, so a second build is fast.
 
 from __future__ import annotations
 
-from paper_figs import angular, depth_profiles, jacobians, regimes, sparsity
+from paper_figs import angular, depth_profiles, jacobians, regimes, sparsity, sweep_growth
+from paper_figs import trained_depth, trained_sparsity
 
 __all__ = ["FIGURES"]
 
@@ -27,4 +32,10 @@ FIGURES = {
     "weight_decay": regimes.weight_decay,
     "token_cosine": depth_profiles.token_cosine,
     "regime_map": regimes.regime_map,
+    "sweep_growth": sweep_growth.sweep_growth,
+    "trained_variance": trained_depth.trained_variance,
+    "trained_pruning": trained_depth.trained_pruning,
+    "trained_angular": trained_depth.trained_angular,
+    "trained_sparsity": trained_sparsity.trained_sparsity,
+    "trained_bridge": trained_depth.trained_bridge,
 }

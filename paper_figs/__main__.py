@@ -6,10 +6,14 @@ import argparse
 import sys
 import time
 
-from theory.cli import CliParser, fail, output_path
+from simulate.process import configure_process
 
-from paper_figs import FIGURES
-from paper_figs.style import DEFAULT_OUT_DIR
+configure_process()  # before paper_figs imports torch (simulate.process)
+
+from theory.cli import CliParser, fail, output_path  # noqa: E402
+
+from paper_figs import FIGURES  # noqa: E402
+from paper_figs.style import DEFAULT_OUT_DIR  # noqa: E402
 
 __all__ = ["main"]
 

@@ -1,19 +1,21 @@
 """Per-layer profiles at random init: variance, ||J_l - I|| and token cosine against depth.
 
-Each panel draws the Monte-Carlo mean with its 95 % band and every theory curve that
-``theory.predict`` gives for the metric (solid: exact law, dashed: upper bound, dotted:
-lower bound, dash-dot: approximate law).
+Each panel draws, per scheme, the Monte-Carlo mean with its 95 % band and the law derived
+here for the metric (``theory.predict``; solid: exact law, dash-dot: approximate law),
+the scheme named beside its curve (:func:`paper_figs.profiles.profile_figure`).
 """
 
 from __future__ import annotations
 
 from theory.setting import Setting
 
-from paper_figs.style import llama_like, mc_sizes, new_figure, place_legend, profile_panel, save_figure
+from paper_figs.profiles import Panel, profile_figure
+from paper_figs.style import llama_like, mc_sizes, save_figure
 
 __all__ = ["SCHEMES_SHOWN", "variance_by_scheme", "jac_dev_by_scheme", "token_cosine"]
 
 SCHEMES_SHOWN = ("pre", "lns", "scaled-init", "depth-scaled-init", "sandwich", "deepnorm")
+BLOCKS_SHOWN = (("transformer", "swiglu"), ("mlp", "relu"))
 
 
 def _base(quick: bool, **overrides) -> Setting:
@@ -21,52 +23,42 @@ def _base(quick: bool, **overrides) -> Setting:
     return llama_like(size.width, depth=size.depth, tokens=size.tokens, heads=4, **overrides)
 
 
-def _scheme_panels(out_dir, quick: bool, metric: str, ylabel: str, name: str, schemes, log_y: bool):
+def _sizes_line(setting: Setting) -> str:
+    return f"alpha=d s^2={setting.alpha:.3g}, d={setting.width}, T={setting.tokens}, L={setting.depth}"
+
+
+def _scheme_panels(out_dir, quick: bool, metric: str, ylabel: str, name: str, schemes):
     size = mc_sizes(quick)
-    blocks = (("transformer", "swiglu"), ("mlp", "relu"))
-    fig, axes = new_figure(ncols=len(blocks), width=5.6, height=3.4)
-    for ax, (block, activation) in zip(axes[0], blocks):
+    panels = []
+    for block, activation in BLOCKS_SHOWN:
         base = _base(quick, block=block, activation=activation)
-        for scheme in schemes:
-            profile_panel(ax, base.replace(scheme=scheme), metric, samples=size.samples, label=scheme)
-        ax.set_xscale("log")
-        if log_y:
-            ax.set_yscale("log")
-        ax.set_xlabel("layer l (block index; 0 = input)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(f"llama {block} ({activation}), alpha=d s^2={base.alpha:.3g}, d={base.width}, T={base.tokens}, "
-                     f"L={base.depth}", fontsize=7)
-        place_legend(ax)
-    fig.suptitle(f"{ylabel} at random init, Monte-Carlo (bands: 95 % CI) vs theory", fontsize=8)
+        panels.append(Panel(f"llama {block} ({activation})\n{_sizes_line(base)}", metric,
+                            {scheme: base.replace(scheme=scheme) for scheme in schemes}, ylabel=ylabel))
+    fig = profile_figure(panels, samples=size.samples, panel_size=(3.9, 3.0),
+                         suptitle=f"{ylabel} at random init: Monte Carlo vs the laws derived here")
     return save_figure(fig, out_dir, f"{name}_d{size.width}_L{size.depth}")
 
 
 def variance_by_scheme(out_dir, quick: bool = False):
     """Stream variance sigma_l^2 against layer for several norm schemes."""
-    return _scheme_panels(out_dir, quick, "var", "stream variance sigma_l^2 (per coordinate)", "variance_by_scheme",
-                          SCHEMES_SHOWN, log_y=True)
+    return _scheme_panels(out_dir, quick, "var", "stream variance sigma_l^2", "variance_by_scheme", SCHEMES_SHOWN)
 
 
 def jac_dev_by_scheme(out_dir, quick: bool = False):
     """||J_l - I||_F / sqrt(T d) against layer: how close each block is to the identity."""
     return _scheme_panels(out_dir, quick, "jac_dev", "||J_l - I||_F / sqrt(T d)", "jac_dev_by_scheme",
-                          ("pre", "lns", "scaled-init", "depth-scaled-init"), log_y=True)
+                          ("pre", "lns", "scaled-init", "depth-scaled-init"))
 
 
 def token_cosine(out_dir, quick: bool = False):
     """Mean cosine between distinct tokens against layer (rank collapse), input std 0.02 vs 1."""
     size = mc_sizes(quick)
-    fig, axes = new_figure(ncols=2, width=4.8, height=3.2)
-    for ax, scheme in zip(axes[0], ("pre", "lns")):
-        for input_std in (1.0, 0.02):
-            setting = llama_like(size.width, depth=size.depth, tokens=size.tokens, heads=4, scheme=scheme,
-                                 input_std=input_std)
-            profile_panel(ax, setting, "token_cos", samples=size.samples, label=f"input std {input_std:g}")
-        ax.set_xscale("log")
-        ax.set_xlabel("layer l (block index; 0 = input)")
-        ax.set_ylabel("mean cosine between distinct tokens")
-        ax.set_title(f"{scheme}: llama, alpha={setting.alpha:.3g}, d={size.width}, T={size.tokens}, "
-                     f"L={size.depth}", fontsize=7)
-        place_legend(ax)
-    fig.suptitle("Token cosine (rank collapse) at random init", fontsize=8)
+    panels = []
+    for scheme in ("pre", "lns"):
+        base = _base(quick, scheme=scheme)
+        panels.append(Panel(f"{scheme}: llama\n{_sizes_line(base)}", "token_cos",
+                            {f"input std {std:g}": base.replace(input_std=std) for std in (1.0, 0.02)},
+                            ylabel="mean cosine between distinct tokens", log_y=False))
+    fig = profile_figure(panels, samples=size.samples, panel_size=(3.9, 3.0), sharey=True,
+                         suptitle="Token cosine (rank collapse) at random init")
     return save_figure(fig, out_dir, f"token_cosine_d{size.width}_L{size.depth}")

@@ -44,7 +44,7 @@ def jacobian_heatmaps(out_dir, quick: bool = False):
             ax.grid(False)
             ax.set_title(f"{scheme}, block {layer} of {setting.depth}\ndiag dominance of J "
                          f"{diagonal_dominance(jacobian):.3g}\n||J-I||_F/sqrt(d) = "
-                         f"{np.linalg.norm(branch) / np.sqrt(width):.3g}", fontsize=6)
+                         f"{np.linalg.norm(branch) / np.sqrt(width):.3g}", fontsize=7)
             ax.set_xlabel("input feature j")
             ax.set_ylabel("output feature i")
             fig.colorbar(mesh, ax=ax, label="(J - I)_ij")

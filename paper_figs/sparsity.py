@@ -1,6 +1,6 @@
 """P2's sparsity knobs at random init: mask density, MoE top-k, GQA groups, sequence length.
 
-Each figure puts the paper's statement, the exact law derived here and the Monte-Carlo
+Each figure puts the paper's statement, the exact law derived here (docs/derivations.md) and the Monte-Carlo
 measurement side by side, at a fixed layer, against the knob.
 """
 
@@ -10,9 +10,9 @@ import math
 
 from theory.setting import Setting
 
-from paper_figs.style import mc_sizes, new_figure, place_legend, plot_sweep, save_figure, sweep
+from paper_figs.style import mc_sizes, new_figure, place_legend, save_figure, sweep_panel
 
-__all__ = ["masked_linear", "moe_topk", "gqa_groups", "sequence_length"]
+__all__ = ["sweep_figure", "masked_linear", "moe_topk", "gqa_groups", "sequence_length"]
 
 
 def _base(quick: bool, **kw) -> Setting:
@@ -20,23 +20,33 @@ def _base(quick: bool, **kw) -> Setting:
     return Setting(**{"width": size.width, "tokens": size.tokens, "heads": 4, "scheme": "pre", **kw})
 
 
-def _sweep_figure(out_dir, name: str, quick: bool, xs, series: dict, metric: str, *, layer=None, xlabel: str,
-                  ylabel: str, title: str, log2_x: bool = True) -> list:
-    """One panel: ``metric`` against a knob ``xs`` for each ``series`` (label -> settings, one per x),
-    MC points over theory lines (:func:`paper_figs.style.plot_sweep`), log y, saved as ``name``."""
+def sweep_figure(xs, series: dict, metric: str, *, samples: int, layer=None, laws=None, xlabel: str, ylabel: str,
+                 title: str, log2_x: bool = True):
+    """One panel: ``metric`` against a knob ``xs`` for each ``series`` (label -> settings, one per x).
+
+    MC points with 95 % error bars over theory lines (:func:`paper_figs.style.sweep_panel`),
+    read off at ``layer`` (default each setting's last), log y, the legend right of the axes.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     fig, axes = new_figure(width=6.2, height=3.2)
     ax = axes[0][0]
     for label, settings in series.items():
-        measured, predicted = sweep(settings, xs, metric, samples=mc_sizes(quick).samples, layer=layer)
-        plot_sweep(ax, measured, predicted, label=label)
+        sweep_panel(ax, settings, xs, metric, samples=samples, layer=layer, label=label, laws=laws)
     if log2_x:
         ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=7)
+    ax.set_title(title)
     place_legend(ax)
-    return save_figure(fig, out_dir, name)
+    return fig
+
+
+def _sweep_figure(out_dir, name: str, quick: bool, xs, series: dict, metric: str, **kwargs) -> list:
+    return save_figure(sweep_figure(xs, series, metric, samples=mc_sizes(quick).samples, **kwargs), out_dir, name)
 
 
 def masked_linear(out_dir, quick: bool = False):

@@ -3,8 +3,11 @@
 Every figure module draws with these helpers, so all figures share one style: Monte-Carlo
 estimates as a line with a 95 % band (``ci_low`` .. ``ci_high`` of the simulator's table),
 theory as lines whose dash says what kind of law it is (exact, upper or lower bound,
-approximate), numerical blow-up marked at its layer, and each figure written as PNG and
-PDF atomically.
+approximate), numerical blow-up marked at its layer, every text at least
+:data:`MIN_FONTSIZE` points, legends outside the axes (or, where lines are many, labels
+beside the curves: :mod:`paper_figs.legends`), and each figure written as PNG and PDF
+atomically. What each line was drawn from is recorded (:func:`sources`), so the tests
+can check a figure's numbers against the simulator and the theory.
 
 >>> sizes = mc_sizes(quick=True)
 >>> sizes.width < mc_sizes(quick=False).width
@@ -15,40 +18,52 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")
+if "MPLBACKEND" not in os.environ:  # headless by default; a notebook's kernel names its inline backend
+    matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from simulate.verify import describe_setting, run_monte_carlo  # noqa: E402
+from simulate.compare import describe_setting, run_monte_carlo  # noqa: E402
+from theory import predict as _predict  # noqa: E402
 from theory.cli import atomic_write  # noqa: E402
-from theory.prediction import predict  # noqa: E402
 
 __all__ = [
     "DEFAULT_OUT_DIR",
     "LLAMA_130M_ALPHA",
+    "MIN_FONTSIZE",
+    "LEGEND_FONTSIZE",
     "llama_like",
     "LAW_LINESTYLE",
     "LAW_MARKERS",
+    "KIND_WORDS",
     "place_legend",
+    "log_limits_from_lines",
     "McSizes",
     "mc_sizes",
     "new_figure",
     "save_figure",
+    "Source",
+    "sources",
     "plot_mc_band",
     "plot_theory",
     "annotate_blowup",
     "monte_carlo",
+    "predict",
     "profile_panel",
     "sweep",
     "plot_sweep",
+    "sweep_panel",
     "describe_setting",
 ]
 
@@ -57,18 +72,24 @@ DEFAULT_OUT_DIR = Path(__file__).resolve().parent / "out"
 # alpha = d s^2 of LLaMA-130M (d = 768, s = 0.02): kept when the figures use smaller widths.
 LLAMA_130M_ALPHA = 768 * 0.02**2
 
+MIN_FONTSIZE = 7.0  # points: the smallest text of any figure (readable at 100 %)
+LEGEND_FONTSIZE = 7.0
 # How a theory line is dashed, by the ``kind`` column of theory.predict.
 LAW_LINESTYLE = {"exact": "-", "upper": "--", "lower": ":", "approx": "-."}
+KIND_WORDS = {"exact": "exact law", "approx": "approximate law", "upper": "upper bound", "lower": "lower bound"}
 # Markers that tell apart several laws of one kind in a sweep plot.
 LAW_MARKERS = ("", "x", "+", "^", "v", "s")
 
 plt.rcParams.update({
     "figure.dpi": 100,
     "savefig.dpi": 200,
-    "font.size": 9,
-    "axes.titlesize": 9,
-    "axes.labelsize": 9,
-    "legend.fontsize": 7,
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": LEGEND_FONTSIZE,
+    "figure.titlesize": 9,
     "axes.grid": True,
     "grid.alpha": 0.3,
 })
@@ -114,16 +135,41 @@ def llama_like(width: int, **overrides):
     return Setting.preset("llama", **{"width": width, "init_std": math.sqrt(LLAMA_130M_ALPHA / width), **overrides})
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.4, height: float = 2.6):
-    """A figure with ``nrows x ncols`` axes of one column-width each (inches)."""
+def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.4, height: float = 2.6, **subplot_kw):
+    """A figure with ``nrows x ncols`` axes of ``width x height`` inches each, constrained layout."""
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
-                             constrained_layout=True)
+                             layout="constrained", **subplot_kw)
     return fig, axes
 
 
-def place_legend(ax, fontsize: float = 5) -> None:
+def place_legend(ax, fontsize: float = LEGEND_FONTSIZE, *, handles=None, ncol: int = 1, title=None) -> None:
     """The legend outside the axes, on the right, so it never hides data."""
-    ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    kwargs = {} if handles is None else {"handles": handles}
+    ax.legend(**kwargs, fontsize=max(fontsize, LEGEND_FONTSIZE), loc="upper left", bbox_to_anchor=(1.02, 1.0),
+              borderaxespad=0.0, ncol=ncol, title=title, title_fontsize=max(fontsize, LEGEND_FONTSIZE))
+
+
+def log_limits_from_lines(ax, pad: float = 1.6, ceiling: float = 1e250, *, shared=()) -> None:
+    """On a log y axis, fit the limits to the plotted lines (data coordinates) and not to the bands.
+
+    A 95 % band near a blow-up reaches down to ~0 (mean - 1.96 sem < 0); the limits then follow
+    the means and the theory lines, and the band is cut at the axes' edge. Values above
+    ``ceiling`` (a theory curve far past a blow-up) run off the top. ``shared``: further axes
+    that share this y axis; their lines count too.
+    """
+    if ax.get_yscale() != "log":
+        return
+    lo, hi = ax.get_xlim()
+    values = []
+    for line in [line for axis in (ax, *shared) for line in axis.get_lines()]:
+        if line.get_transform() != line.axes.transData:
+            continue  # axvline and friends live partly in axes coordinates
+        x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+        keep = np.isfinite(x) & (y > 0) & (y <= ceiling) & (x >= min(lo, hi)) & (x <= max(lo, hi))
+        values.append(y[keep])
+    values = np.concatenate(values) if values else np.array([])
+    if values.size:
+        ax.set_ylim(values.min() / pad, values.max() * pad)
 
 
 def save_figure(fig, out_dir: str | os.PathLike, name: str) -> list[Path]:
@@ -145,6 +191,42 @@ def save_figure(fig, out_dir: str | os.PathLike, name: str) -> list[Path]:
     return written
 
 
+@dataclass(frozen=True)
+class Source:
+    """What a plotted line was drawn from (read by the figure tests).
+
+    ``settings`` holds one Setting for a per-layer profile (x = layer) or one per point of a
+    sweep (x = ``xs``, each read off at ``layers``). ``law`` is None for the Monte-Carlo mean
+    (measured with ``run_monte_carlo(setting, **mc)``), else the theory law drawn (``kind``).
+    """
+
+    artist: object
+    metric: str
+    settings: tuple
+    law: str | None = None
+    kind: str | None = None
+    mc: dict | None = None
+    xs: tuple | None = None
+    layers: tuple | None = None
+
+
+_SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+@functools.lru_cache(maxsize=256)
+def predict(setting) -> pd.DataFrame:
+    """:func:`theory.predict`, kept for the settings seen in this process (a figure asks for each several times).
+
+    The table is shared between callers: read it, do not change it in place.
+    """
+    return _predict(setting)
+
+
+def sources(fig) -> list[Source]:
+    """Every :class:`Source` recorded for the lines of ``fig`` (empty for a figure of other lines)."""
+    return _SOURCES.setdefault(fig, [])
+
+
 def plot_mc_band(ax, table: pd.DataFrame, metric: str, *, label: str, color=None, x: str = "layer"):
     """Monte-Carlo mean as markers+line with its 95 % confidence band.
 
@@ -162,43 +244,66 @@ def plot_mc_band(ax, table: pd.DataFrame, metric: str, *, label: str, color=None
         return None
     (line,) = ax.plot(rows[x], rows["mean"], marker="o", markersize=2.5, linewidth=0.8, color=color,
                       label=f"{label} (MC, n={int(rows['n'].iloc[0])})")
-    ax.fill_between(rows[x], rows["ci_low"], rows["ci_high"], color=line.get_color(), alpha=0.25, linewidth=0)
+    ax.fill_between(rows[x].to_numpy(float), rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float),
+                    color=line.get_color(), alpha=0.25, linewidth=0)
     return line
 
 
 def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=None, label_prefix: str = "",
-                x: str = "layer"):
+                x: str = "layer", kinds=None) -> list:
     """Theory curves of one metric: one line per law, dashed by its kind.
 
     Parameters
     ----------
     prediction : DataFrame
         ``theory.predict`` output (``layer, metric, law, kind, value``).
-    laws : iterable of str, optional
-        Only these law ids (default: every law that predicts ``metric``).
+    laws, kinds : iterable of str, optional
+        Only these law ids / kinds (default: every law that predicts ``metric``).
+
+    Returns
+    -------
+    list of (law, kind, Line2D)
     """
     rows = prediction[prediction["metric"] == metric]
     if laws is not None:
         rows = rows[rows["law"].isin(list(laws))]
+    if kinds is not None:
+        rows = rows[rows["kind"].isin(list(kinds))]
+    drawn = []
     for (law, kind), curve in rows.groupby(["law", "kind"], sort=True):
         if len(curve) < 2:
             continue  # one point (e.g. the input layer alone) draws no line
         curve = curve.sort_values(x)
-        ax.plot(curve[x], curve["value"], linestyle=LAW_LINESTYLE.get(kind, "-"), color=color, linewidth=1.2,
-                label=f"{label_prefix}{law} ({kind})")
+        (line,) = ax.plot(curve[x], curve["value"], linestyle=LAW_LINESTYLE.get(kind, "-"), color=color,
+                          linewidth=1.2, label=f"{label_prefix}{law} ({kind})")
+        drawn.append((law, kind, line))
+    return drawn
 
 
 def annotate_blowup(ax, layer: int | None, *, color="crimson", label: str = "") -> None:
-    """Mark the layer where the simulator hit inf/nan (nothing when ``layer`` is None)."""
+    """Mark the layer where the simulator hit inf/nan (nothing when ``layer`` is None).
+
+    A dashed vertical line at the layer and a short boxed note near the top of the axes; each
+    further note on the same axes goes one row lower, so notes never overlap.
+    """
     if layer is None:
         return
     ax.axvline(layer, color=color, linestyle="--", linewidth=0.8)
-    ax.annotate(f"{label}numerical blow-up at layer {layer}", xy=(layer, 0.5), xycoords=("data", "axes fraction"),
-                rotation=90, fontsize=6, color=color, ha="right", va="center")
+    row = sum(1 for text in ax.texts if text.get_gid() == "blowup")
+    low, high = ax.get_xlim()
+    scale = ax.get_xscale()
+    where = ((math.log(max(layer, 1e-9)) - math.log(low)) / (math.log(high) - math.log(low))
+             if scale == "log" and low > 0 else (layer - low) / ((high - low) or 1.0))
+    text = ax.annotate(f"{label}numerical blow-up at layer {layer}", xy=(layer, 0.96 - 0.09 * row),
+                       xycoords=("data", "axes fraction"), fontsize=MIN_FONTSIZE, color=color, va="top",
+                       ha="right" if where > 0.5 else "left", xytext=(-3 if where > 0.5 else 3, 0),
+                       textcoords="offset points", bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none",
+                                                             alpha=0.85))
+    text.set_gid("blowup")
 
 
 def monte_carlo(setting, *, samples: int, metrics=("var",), seed: int = 0):
-    """Run (or fetch from the cache) one simulation; see :func:`simulate.verify.run_monte_carlo`.
+    """Run (or fetch from the cache) one simulation; see :func:`simulate.compare.run_monte_carlo`.
 
     Returns
     -------
@@ -209,25 +314,39 @@ def monte_carlo(setting, *, samples: int, metrics=("var",), seed: int = 0):
 
 
 def profile_panel(ax, setting, metric: str, *, samples: int, label: str, color=None, laws=None,
-                  theory: bool = True):
+                  theory: bool = True, metrics=None, kinds=None, seed: int = 0):
     """Draw one setting's per-layer ``metric``: MC band, theory lines, blow-up marker.
+
+    Parameters
+    ----------
+    metrics : sequence of str, optional
+        What the run measures (default just ``metric``); one set for many panels reuses the cache.
+    laws, kinds : iterable of str, optional
+        The theory laws / kinds drawn (default every law :func:`theory.predict` has for ``metric``);
+        ``laws`` may also be a function of the prediction that returns the ids.
 
     Returns
     -------
     (DataFrame, DataFrame)
         The measured table and the prediction (possibly empty).
     """
-    table, blowup = monte_carlo(setting, samples=samples, metrics=(metric,))
+    mc = {"samples": samples, "metrics": tuple(metrics or (metric,)), "seed": seed}
+    table, blowup = monte_carlo(setting, **mc)
     line = plot_mc_band(ax, table, metric, label=label, color=color)
+    record = sources(ax.figure)
+    if line is not None:
+        record.append(Source(line, metric, (setting,), mc=mc))
     color = line.get_color() if line is not None else color
-    prediction = predict(setting) if theory else pd.DataFrame(columns=["layer", "metric", "law", "kind",
-                                                                                 "value"])
-    plot_theory(ax, prediction, metric, color=color, laws=laws, label_prefix=f"{label}: ")
+    prediction = predict(setting) if theory else pd.DataFrame(columns=["layer", "metric", "law", "kind", "value"])
+    laws = laws(prediction) if callable(laws) else laws
+    for law, kind, drawn in plot_theory(ax, prediction, metric, color=color, laws=laws, kinds=kinds,
+                                        label_prefix=f"{label}: "):
+        record.append(Source(drawn, metric, (setting,), law=law, kind=kind))
     annotate_blowup(ax, blowup, color=color, label=f"{label}: ")
     return table, prediction
 
 
-def sweep(settings, xs, metric: str, *, samples: int, layer=None):
+def sweep(settings, xs, metric: str, *, samples: int, layer=None, seed: int = 0):
     """Measure and predict ``metric`` at one layer across settings that differ in one knob.
 
     Parameters
@@ -240,39 +359,67 @@ def sweep(settings, xs, metric: str, *, samples: int, layer=None):
     Returns
     -------
     (DataFrame, DataFrame)
-        Measured ``x, mean, ci_low, ci_high, blowup`` and predicted ``x, law, kind, value``.
+        Measured ``x, layer, mean, ci_low, ci_high, blowup`` and predicted ``x, law, kind, value``.
     """
     measured, predicted = [], []
     for setting, x in zip(settings, xs):
         at = setting.depth if layer is None else layer
-        table, blowup = monte_carlo(setting, samples=samples, metrics=(metric,))
+        table, blowup = monte_carlo(setting, samples=samples, metrics=(metric,), seed=seed)
         row = table[(table["metric"] == metric) & (table["layer"] == at)]
-        if len(row):
-            measured.append({"x": x, "mean": float(row["mean"].iloc[0]), "ci_low": float(row["ci_low"].iloc[0]),
-                             "ci_high": float(row["ci_high"].iloc[0]), "blowup": blowup})
-        else:
-            measured.append({"x": x, "mean": float("nan"), "ci_low": float("nan"), "ci_high": float("nan"),
-                             "blowup": blowup})
+        values = [float(row[c].iloc[0]) if len(row) else float("nan") for c in ("mean", "ci_low", "ci_high")]
+        measured.append({"x": x, "layer": at, **dict(zip(("mean", "ci_low", "ci_high"), values)), "blowup": blowup})
         prediction = predict(setting)
         prediction = prediction[(prediction["metric"] == metric) & (prediction["layer"] == at)]
         predicted += [{"x": x, "law": r.law, "kind": r.kind, "value": float(r.value)}
                       for r in prediction.itertuples(index=False)]
-    return (pd.DataFrame(measured, columns=["x", "mean", "ci_low", "ci_high", "blowup"]),
+    return (pd.DataFrame(measured, columns=["x", "layer", "mean", "ci_low", "ci_high", "blowup"]),
             pd.DataFrame(predicted, columns=["x", "law", "kind", "value"]))
 
 
 def plot_sweep(ax, measured: pd.DataFrame, predicted: pd.DataFrame, *, label: str, color=None, laws=None):
-    """Draw :func:`sweep` output: MC points with 95 % error bars, theory lines by kind."""
+    """Draw :func:`sweep` output: MC points with 95 % error bars, theory lines by kind.
+
+    Returns
+    -------
+    (color, Line2D of the MC points, list of (law, kind, Line2D))
+    """
     ok = measured.dropna(subset=["mean"])
     bars = ax.errorbar(ok["x"], ok["mean"], yerr=[ok["mean"] - ok["ci_low"], ok["ci_high"] - ok["mean"]],
                        fmt="o", markersize=3, capsize=2, color=color, label=f"{label} (MC)")
     color = bars.lines[0].get_color()
     rows = predicted if laws is None else predicted[predicted["law"].isin(list(laws))]
+    drawn = []
     for marker, ((law, kind), curve) in zip(LAW_MARKERS, rows.groupby(["law", "kind"], sort=True)):
         curve = curve.sort_values("x")
-        ax.plot(curve["x"], curve["value"], linestyle=LAW_LINESTYLE.get(kind, "-"), marker=marker, markersize=4,
-                color=color, linewidth=1.1, label=f"{label}: {law} ({kind})")
-    for r in measured[measured["blowup"].notna()].itertuples(index=False):
-        ax.annotate(f"blow-up at layer {int(r.blowup)}", xy=(r.x, 0.05), xycoords=("data", "axes fraction"),
-                    fontsize=5, color="crimson", rotation=90)
-    return color
+        marker = marker or ("D" if len(curve) < 2 else "")  # a law at one knob value only: a point, not a line
+        (line,) = ax.plot(curve["x"], curve["value"], linestyle=LAW_LINESTYLE.get(kind, "-"), marker=marker,
+                          markersize=4, color=color, linewidth=1.1, label=f"{label}: {law} ({kind})")
+        drawn.append((law, kind, line))
+    for k, r in enumerate(measured[measured["blowup"].notna()].itertuples(index=False)):
+        ax.annotate(f"blow-up at layer {int(r.blowup)}", xy=(r.x, 0.05 + 0.3 * (k % 3)),
+                    xycoords=("data", "axes fraction"), fontsize=MIN_FONTSIZE, color="crimson", rotation=90)
+    return color, bars.lines[0], drawn
+
+
+def sweep_panel(ax, settings, xs, metric: str, *, samples: int, label: str, layer=None, color=None, laws=None):
+    """:func:`sweep` and :func:`plot_sweep` for one series, with the :class:`Source` of each line recorded.
+
+    Returns
+    -------
+    (DataFrame, DataFrame)
+        The measured and predicted frames of :func:`sweep`.
+    """
+    measured, predicted = sweep(settings, xs, metric, samples=samples, layer=layer)
+    _, points, drawn = plot_sweep(ax, measured, predicted, label=label, color=color, laws=laws)
+    kept = measured["mean"].notna().to_numpy()
+    common = dict(metric=metric, xs=tuple(measured["x"][kept]), layers=tuple(measured["layer"][kept]),
+                  settings=tuple(s for s, keep in zip(settings, kept) if keep))
+    record = sources(ax.figure)
+    record.append(Source(points, mc={"samples": samples, "metrics": (metric,), "seed": 0}, **common))
+    for law, kind, line in drawn:
+        at = predicted[(predicted["law"] == law) & (predicted["kind"] == kind)].sort_values("x")
+        chosen = [i for i, x in enumerate(xs) if x in set(at["x"])]
+        record.append(Source(line, metric, tuple(settings[i] for i in chosen), law=law, kind=kind,
+                             xs=tuple(xs[i] for i in chosen),
+                             layers=tuple(settings[i].depth if layer is None else layer for i in chosen)))
+    return measured, predicted

@@ -30,6 +30,11 @@ Gaussian product (``dense``; ``implicit`` = always factored, vs the cost model's
 drawing the next blocks' numbers on a background thread (``no-prefetch``), the JVP
 probes of ``jac_dev`` (their cost over a var-only run; a full Jacobian would take T*d
 JVPs per block); on CUDA also ``matmul_precision`` tf32 and bf16 against fp32.
+Two rows time the same stack with independent and with correlated input tokens
+(``input-std-1`` and ``input-std-0.02``, P1's embedding std, where the tokens collapse
+towards one direction and the Gram of the rows meeting a weight is numerically singular
+in float32; :func:`simulate.implicit.refactor_rows`): the printed ``vs_pair`` is the
+correlated row's time over the independent one's, and a line gives both throughputs.
 ``--scaling`` also sweeps depth, width, tokens and samples (:mod:`simulate.scaling`)
 into ``DIR/scaling.csv``. Each of our runs is timed as the best of ``--repeat`` (default
 3, 1 with ``--quick``); the naive one runs once. Nothing here asserts a time.
@@ -52,20 +57,25 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from simulate.results import write_atomic
-from theory.cli import CliParser, fail, output_path
+from simulate.cache import write_atomic
+from simulate.tables import confidence_interval
+from theory.cli import CliParser, add_progress_argument, fail, output_path, progress_enabled
 from theory.setting import Setting, SettingError
 
-__all__ = ["COLUMNS", "EXTRA_COLUMNS", "CHECK_COLUMNS", "Case", "cases", "run_cases", "main"]
+__all__ = ["COLUMNS", "EXTRA_COLUMNS", "CHECK_COLUMNS", "PAIR_METRICS", "PAIR_INPUT_STDS", "Case", "cases",
+           "run_cases", "pair_lines", "main"]
 
 PROG = "python -m simulate bench"
 COLUMNS = ["setting", "device", "ours_s", "naive_s", "speedup", "layer_samples_per_s", "tflops",
            "peak_fraction", "peak_mem_mb"]
 # Printed, not written: process CPU seconds (all threads; on a shared machine closer to the
 # time on an idle core than wall-clock), and why a row was skipped.
-EXTRA_COLUMNS = ["ours_cpu_s", "naive_cpu_s", "cpu_speedup", "vs_base", "vs_base_cpu", "note"]
+EXTRA_COLUMNS = ["ours_cpu_s", "naive_cpu_s", "cpu_speedup", "vs_base", "vs_base_cpu", "vs_pair", "note"]
 CHECK_COLUMNS = ["setting", "metric", "layer", "ours_mean", "ours_sem", "reference_mean", "reference_sem", "z"]
 CHECK_METRICS = ("var", "angular")
+# The correlated-input pair: the metrics of the issue that found the slowdown (token_cos shows the collapse).
+PAIR_METRICS = ("var", "jac_dev", "angular", "e2e_gain", "token_cos")
+PAIR_INPUT_STDS = (1.0, 0.02)  # independent tokens; P1's embedding std (tokens collapse with depth)
 Z_FAIL = 5.0  # |z| above this on a check: exit code 1 (after the files are written)
 
 
@@ -75,6 +85,8 @@ class Case:
 
     ``reference`` names an earlier row whose statistics this row's are checked against
     (besides the naive run). ``tf32`` sets TF32 matmuls for the row (CUDA), None = leave.
+    ``pair`` names an earlier row of the same size whose time this row's is compared with
+    (``vs_pair``; other statistics, so no check).
     """
 
     name: str
@@ -86,6 +98,7 @@ class Case:
     looped: bool = False  # one simulate call per sample (the batched-samples ablation)
     tf32: bool | None = None
     metrics: tuple[str, ...] = CHECK_METRICS
+    pair: str | None = None
 
 
 def _label(setting: Setting, samples: int, variant: str = "") -> str:
@@ -97,7 +110,7 @@ def cases(device: str, quick: bool, ablate: bool) -> list[Case]:
     """The bench rows for ``device`` ('cpu'/'cuda').
 
     >>> [c.name for c in cases("cpu", quick=True, ablate=False)]
-    ['llama-w64-T16-L4-S4']
+    ['llama-w64-T16-L4-S4', 'llama-w128-T16-L8-S16:input-std-1', 'llama-w128-T16-L8-S16:input-std-0.02']
     >>> names = [c.name for c in cases("cuda", quick=False, ablate=True)]
     >>> len(names) == len(set(names)), names[0]
     (True, 'llama-w4096-T1024-L10000-S1:tf32')
@@ -118,6 +131,17 @@ def cases(device: str, quick: bool, ablate: bool) -> list[Case]:
         names = {row.name for row in rows}
         rows += [row for row in _ablation_cases(_base_of(rows, base))
                  if row.name not in names]
+    return rows + _correlated_cases(quick)
+
+
+def _correlated_cases(quick: bool) -> list[Case]:
+    """The same stack with independent and with correlated tokens (width 128, 16 tokens, depth 3000)."""
+    setting = Setting.preset("llama", width=128, tokens=16, depth=8 if quick else 3000)
+    samples, rows = 16, []
+    for std in PAIR_INPUT_STDS:
+        variant = setting.replace(input_std=std)
+        rows.append(Case(_label(variant, samples, f"input-std-{std:g}"), variant, samples, metrics=PAIR_METRICS,
+                         pair=rows[0].name if rows else None))
     return rows
 
 
@@ -285,7 +309,7 @@ def _pool_single_sample_tables(tables: list[pd.DataFrame]) -> pd.DataFrame:
     pooled = grouped.agg(["mean", "std", "count"]).reset_index()  # one row per (layer, metric)
     pooled["sem"] = pooled["std"] / pooled["count"] ** 0.5
     pooled["n"] = pooled["count"]
-    pooled["ci_low"], pooled["ci_high"] = pooled["mean"] - 1.96 * pooled["sem"], pooled["mean"] + 1.96 * pooled["sem"]
+    pooled["ci_low"], pooled["ci_high"] = confidence_interval(pooled["mean"], pooled["sem"])
     return pooled[["layer", "metric", "mean", "sem", "ci_low", "ci_high", "n"]]
 
 
@@ -390,11 +414,28 @@ def run_cases(rows: list[Case], device: torch.device, progress: bool = True,
         _set_tf32(previous_tf32)
     bench = pd.DataFrame(bench_rows).reindex(columns=COLUMNS + EXTRA_COLUMNS)
     bench["cpu_speedup"] = bench["naive_cpu_s"] / bench["ours_cpu_s"]
+    seconds = dict(zip(bench["setting"], bench["ours_s"]))  # row name -> our seconds
+    bench["vs_pair"] = [own / seconds[case.pair] if case.pair in seconds else math.nan
+                        for case, own in zip(rows, bench["ours_s"])]
     base = bench[bench.naive_s.notna()].head(1)
     if len(base):  # each row's time over the base row's: what switching its technique off costs
         bench["vs_base"] = bench["ours_s"] / float(base["ours_s"].iloc[0])
         bench["vs_base_cpu"] = bench["ours_cpu_s"] / float(base["ours_cpu_s"].iloc[0])
     return bench, pd.DataFrame(check_rows).reindex(columns=CHECK_COLUMNS)
+
+
+def pair_lines(bench: pd.DataFrame, rows: list[Case]) -> list[str]:
+    """One line per paired row: both throughputs and the time ratio (the correlated-input check).
+
+    >>> table = pd.DataFrame(dict(setting=["a", "b"], ours_s=[2.0, 2.5], layer_samples_per_s=[8.0, 6.4]))
+    >>> pair_lines(table, [Case("a", None, 1), Case("b", None, 1, pair="a")])
+    ['b: 6.4 layer-samples/s vs a: 8 layer-samples/s (time ratio 1.25)']
+    """
+    speed = dict(zip(bench["setting"], bench["layer_samples_per_s"]))  # row name -> layer-samples/s
+    seconds = dict(zip(bench["setting"], bench["ours_s"]))
+    return [f"{case.name}: {speed[case.name]:.4g} layer-samples/s vs {case.pair}: {speed[case.pair]:.4g} "
+            f"layer-samples/s (time ratio {seconds[case.name] / seconds[case.pair]:.3g})"
+            for case in rows if case.pair in speed and case.name in speed]
 
 
 def _throughput_line(device: torch.device) -> str:
@@ -419,7 +460,26 @@ def build_parser() -> CliParser:
                         help="also time depth/width/tokens/samples sweeps at small sizes into DIR/scaling.csv")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: as set; on a busy machine 1 avoids oversubscription)")
+    parser.add_argument("--train", action="store_true",
+                        help="only the trainer with statistics against a plain training loop -> DIR/bench_train.csv")
+    add_progress_argument(parser)
     return parser
+
+
+def _check_memory(rows: list[Case], device: torch.device, quick: bool) -> None:
+    """Exit 2 with one line when the largest row (ours, or the naive stack) would not fit (simulate.memory)."""
+    from simulate.memory import LIMIT_ENV, check_fits, estimate_run_bytes, naive_bytes
+
+    def row_bytes(case: Case) -> int:
+        options = {k: v for k, v in case.kwargs.items() if k in ("prefetch", "matmul_precision")}
+        ours = estimate_run_bytes(case.setting, 1 if case.looped else case.samples, case.metrics,
+                                  case.kwargs.get("dtype", "float32"), case.kwargs.get("weights", "auto"),
+                                  device.type, **options)
+        return max(ours, naive_bytes(case.setting, case.kwargs.get("dtype", "float32")) if case.naive else 0)
+
+    largest = max(rows, key=row_bytes)
+    check_fits(row_bytes(largest), device.type, PROG, "the sizes with --quick", what=f"bench row {largest.name}",
+               advice=f"the --quick rows are the smallest: free memory or raise ${LIMIT_ENV}" if quick else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -434,15 +494,21 @@ def main(argv: list[str] | None = None) -> int:
     out = output_path(PROG, args.out, directory=True)
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           ("cpu" if args.device == "auto" else args.device))
+    if args.train:  # the trainer's row (simulate.training.speed) instead of the simulator's
+        from simulate.training.speed import run_train_bench
+
+        return run_train_bench(out, device, args.quick, args.threads)
     try:
         _simulate_function()
         rows = cases(device.type, args.quick, args.ablate)
     except (ImportError, SettingError, ValueError) as error:
         fail(PROG, str(error))
+    _check_memory(rows, device, args.quick)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     print(f"device {device.type}, {torch.get_num_threads()} CPU threads; {_throughput_line(device)}")
-    bench, checks = run_cases(rows, device, repeat=args.repeat or (1 if args.quick else 3))
+    bench, checks = run_cases(rows, device, progress=progress_enabled(args.progress),
+                              repeat=args.repeat or (1 if args.quick else 3))
     scaling = None
     if args.scaling:
         from simulate.scaling import run_scaling
@@ -459,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
         if not checks.empty:
             print(checks[["setting", "metric", "layer", "ours_mean", "reference_mean", "z"]]
                   .to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    for line in pair_lines(bench, rows):
+        print(line)
     if args.ablate:
         offered = inspect.signature(_simulate_function()).parameters
         missing = [k for k in ("compile", "cuda_graphs") if k not in offered]

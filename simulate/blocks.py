@@ -6,7 +6,7 @@ on every channel alike (so each weight meets primal and tangent rows in one call
 the implicit Gaussian product keeps their joint law exact); each nonlinearity applies
 its derivative at the primal to the tangents. Nothing here forms a Jacobian.
 
-Sublayers (CONTRACT.md "Scheme semantics"; all weights N(0, std^2), no biases):
+Sublayers (docs/design.md#schemes; all weights N(0, std^2), no biases):
 linear ``h W``; MLP ``act(h W1) W2`` or SwiGLU ``(silu(h W1) * h W3) W2``;
 attention (MHA/GQA/MQA, RoPE, causal, softmax(q k^T/sqrt(head_dim)), W_O);
 MoE (router ``h W_r``, top-k, softmax or uniform gates, optional shared expert).
@@ -88,7 +88,7 @@ def norm(x: torch.Tensor, kind: str) -> torch.Tensor:
 
 
 def rms_direction(x: torch.Tensor) -> torch.Tensor:
-    """x / rms(x) per token (the aligned direction of THEORY.md C): RMSNorm of the stream."""
+    """x / rms(x) per token (the aligned direction, docs/derivations.md#bridge-aligned): RMSNorm of the stream."""
     return norm(x, "rmsnorm")
 
 

@@ -89,17 +89,32 @@ _KIND_WORDS = {"exact": "exact law", "approx": "approximate law", "upper": "uppe
 
 
 def describe_curve(lemma_id: str, kind: str) -> str:
-    """What the predicted curve of ``lemma_id`` (of this ``kind``) is, in words: the thing a verdict judges."""
+    """What the compared curve of ``lemma_id`` (of this ``kind``) is, in words: the thing a verdict judges.
+
+    >>> describe_curve("exact-preln-init", "exact")
+    'the exact law exact-preln-init (derived here)'
+    >>> print(describe_curve("p1-lemma-3.2", "growth"))
+    the growth class P1 Lemma 3.2 states (fitted to the measured curve, no constant assumed)
+    """
+    import theory
+
+    lemma = theory.LEMMAS.get(lemma_id)
+    if kind == "growth":
+        return f"the growth class {lemma.source if lemma else lemma_id} states (fitted to the measured curve, no " \
+               "constant assumed)"
+    if kind not in _KIND_WORDS:
+        return f"{lemma_id} ({kind})"
     if lemma_id in CURVE_WORDS:
         return CURVE_WORDS[lemma_id]
-    return f"the {_KIND_WORDS.get(kind, kind)} {lemma_id} (derived here)"
+    origin = "derived here" if lemma is not None and lemma.kind != "paper" else (lemma.source if lemma else "")
+    return f"the {_KIND_WORDS[kind]} {lemma_id}" + (f" ({origin})" if origin else "")
 
 
 def verdict_sentence(row: dict) -> str:
     """One line for a reader: what was compared, what the verdict says, and the numbers behind it.
 
-    >>> verdict_sentence({"id": "exact-preln-init", "kind": "exact", "verdict": "holds", "comment": "max |z| = 1"})
-    'the exact law exact-preln-init (derived here) agrees with the measurement within 4 sem at every layer (max |z| = 1)'
+    >>> print(verdict_sentence({"id": "exact-preln-init", "kind": "exact", "verdict": "holds", "comment": "z 1"}))
+    the exact law exact-preln-init (derived here) agrees with the measurement within 4 sem at every layer (z 1)
     """
     words = VERDICT_WORDS.get(row["verdict"], row["verdict"])
     return f"{describe_curve(row['id'], row['kind'])} {words} ({row['comment']})"

@@ -10,13 +10,15 @@ i.i.d. N(0, s^2) entries (rotation invariance of the Gaussian), so
 
 Equivalently: given X, the rows of X W are jointly Gaussian with covariance
 ``s^2 (X X^T) (x) I_{d_out}``, and any ``L`` with ``L L^T = X X^T`` reproduces it.
-Two ways to get ``L`` (derived here; DESIGN.md "How the simulator stays fast"):
+Two ways to get ``L`` (derived here; docs/design.md#how-the-simulator-stays-fast):
 
 - ``"qr"``: the reduced QR of ``X^T = Q R`` gives ``L = R^T``. Robust: exact for any X,
   including rank-deficient X (a zero pivot of R just gives a zero column of L).
 - ``"cholesky"``: ``L = chol(X X^T)``. Fast (a Gram matmul and an m x m factorisation),
-  backward stable whenever it completes; where ``cholesky_ex`` reports failure
-  (rank-deficient or badly conditioned X) those samples fall back to QR. Checking the
+  backward stable whenever it completes; where ``cholesky_ex`` reports failure (the Gram
+  is numerically singular in X's precision, e.g. nearly collinear tokens) those samples
+  are factored again in float64 (:func:`refactor_rows`), and only the samples whose
+  float64 Gram is singular too (rank-deficient X) fall back to QR. Checking the
   failure flag costs one device-to-host sync per product, unless the caller passes a
   ``failures`` counter (no sync; the caller redoes the work with QR if it is not zero).
 - ``"dense"``: draw W and multiply (the reference).
@@ -54,6 +56,7 @@ __all__ = [
     "gaussian_product",
     "gaussian_products",
     "factor_rows",
+    "refactor_rows",
     "choose_method",
     "method_costs",
     "calibrate_costs",
@@ -227,9 +230,52 @@ def calibrate_costs(device: torch.device | str = "cpu", *, size: int = 512) -> D
 
 # -- the factorisation ---------------------------------------------------------------
 def _qr_left(x: torch.Tensor) -> torch.Tensor:
-    """L = R^T from the reduced QR of x^T: x (..., m, d) -> L (..., m, k), k = min(m, d)."""
-    _, upper = torch.linalg.qr(x.mT, mode="reduced")  # (..., k, m)
+    """L = R^T from the reduced QR of x^T: x (..., m, d) -> L (..., m, k), k = min(m, d).
+
+    ``mode="r"``: only R is formed (Householder, no Q): the same R as the reduced QR.
+    """
+    _, upper = torch.linalg.qr(x.mT, mode="r")  # (..., k, m)
     return upper.mT  # (..., m, k)
+
+
+def refactor_rows(x: torch.Tensor) -> torch.Tensor:
+    """The left factor of rows whose Cholesky failed in their own precision: x (F, m, d) -> (F, m, m), m <= d.
+
+    Float32 x: the Gram is formed and factored in float64 and the factor is rounded to
+    float32; no jitter is added. Exactness (derived here): a product of two float32
+    numbers is exact in float64, so the float64 Gram and its Cholesky factor L_64 carry
+    errors of order (d + m) u_64 ||x_i|| ||x_j|| (u = unit roundoff; ``|L||L|^T`` is at
+    most ``||x_i|| ||x_j||`` entry-wise, Cauchy-Schwarz), and rounding L_64 to float32 adds
+    at most (2 u_32 + u_32^2) ||x_i|| ||x_j||. So ``L L^T = x x^T + E`` with
+    ``|E_ij| <= (2 u_32 + O((d + m) u_64)) ||x_i|| ||x_j||``, below the
+    ``(d + m + 1) u_32 ||x_i|| ||x_j||`` of a float32 Gram and Cholesky that completes:
+    the law of L Z is that of x W to float32 precision, as on the float32 path.
+    The rows whose float64 Gram is singular too (rank-deficient x: duplicated or zero
+    rows) take QR (:func:`factor_rows` 'qr', in float64), exact for any x. Float64 x goes
+    straight to QR.
+
+    Why not QR for every failure: on two CPU threads a batched LAPACK QR of 128 x 48
+    matrices took ~12x its one-thread time (a parallel region per panel), and with the
+    tokens of P1's input std 0.02 collapsing, 22% of the sample-products of a width-128
+    LLaMA stack failed in float32: QR took 30-40% of the run (``simulate bench`` rows
+    ``input-std-1`` and ``input-std-0.02``). None of them failed in float64.
+    A float64 m x m Cholesky costs about as much as the float32 one.
+
+    >>> x = torch.tensor([[[1.0, 0.0], [1.0, 1e-4]], [[1.0, 0.0], [1.0, 0.0]]])  # (2, 2, 2)
+    >>> int((torch.linalg.cholesky_ex(x @ x.mT).info != 0).sum())  # float32 Gram singular for both
+    2
+    >>> left = refactor_rows(x)
+    >>> torch.allclose((left @ left.mT).double(), (x @ x.mT).double(), atol=1e-7)
+    True
+    """
+    if x.dtype != torch.float32:
+        return _qr_left(x)
+    wide = x.double()  # (F, m, d)
+    left, info = torch.linalg.cholesky_ex(wide @ wide.mT)  # (F, m, m), (F,)
+    singular = info != 0
+    if bool(singular.any()):
+        left[singular] = _qr_left(wide[singular])  # (F', m, m)
+    return left.to(x.dtype)
 
 
 def factor_rows(x: torch.Tensor, method: str = "cholesky", *, failures: torch.Tensor | None = None) -> torch.Tensor:
@@ -242,8 +288,9 @@ def factor_rows(x: torch.Tensor, method: str = "cholesky", *, failures: torch.Te
     method : {'cholesky', 'qr'}
         'qr': ``R^T`` of the reduced QR of ``x^T``, shape (..., m, min(m, d)), exact for
         any x. 'cholesky': the Cholesky factor of the Gram ``x x^T``, (..., m, m); the
-        samples where it fails (``info != 0``) are factored by QR instead, which
-        needs m <= d (one host sync to find them).
+        samples where it fails (``info != 0``) are factored again by :func:`refactor_rows`
+        (float64 Cholesky, QR where that fails too), which needs m <= d (one host sync
+        to find them).
     failures : Tensor, optional
         A one-element integer tensor on x's device. Given, the Cholesky path never syncs:
         it adds the number of failed samples to ``failures`` and leaves their factors as
@@ -279,7 +326,7 @@ def factor_rows(x: torch.Tensor, method: str = "cholesky", *, failures: torch.Te
         failures += failed.sum()  # no host sync
     elif bool(failed.any()):  # the one host sync of this path
         left = left.clone()
-        left[failed] = _qr_left(flat[failed])  # (F, m, m)
+        left[failed] = refactor_rows(flat[failed])  # (F, m, m)
     return left.reshape(*batch, rows, rows)  # (..., m, m)
 
 

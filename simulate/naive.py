@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F

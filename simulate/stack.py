@@ -18,6 +18,7 @@ stream stayed finite. ``matmul_precision`` picks fp32, TF32 or bf16 weight produ
 
 from __future__ import annotations
 
+import signal
 from contextlib import contextmanager
 from typing import Callable
 
@@ -27,11 +28,11 @@ from tqdm import tqdm
 from simulate.blocks import SUBLAYERS, Ctx, norm, rms_direction
 from simulate.metrics import (Moments, StatsBuffer, angular, kurtosis, moments, norm_ratio, parse_metrics,
                               rms_per_element, stream_var, token_cos)
-from simulate.results import table_from_stats
+from simulate.tables import table_from_stats
 from simulate.weights import PART, WeightSampler
 from theory import architecture
 
-__all__ = ["simulate", "NumericalBlowUp", "run_stack", "resolve_device", "resolve_dtype", "make_input",
+__all__ = ["simulate", "NumericalBlowUp", "SimulationInterrupted", "run_stack", "resolve_device", "resolve_dtype", "make_input",
            "CHECK_EVERY", "PREFETCH_MIN", "PRECISIONS", "check_precision",
            "matmul_precision_context"]
 
@@ -48,6 +49,21 @@ class NumericalBlowUp(RuntimeError):
         self.layer, self.table = int(layer), table
         super().__init__(f"numerical blow-up: the stream is not finite after block {layer} "
                          f"(measured layers 0..{layer - 1} kept)")
+
+
+class SimulationInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM through :mod:`simulate.interrupts`) during :func:`simulate`.
+
+    ``table`` holds the complete layers 0..``layer`` (finite ones only; empty when the
+    stop came before layer 0 was measured), ``signum`` the signal (SIGINT for Ctrl-C).
+    """
+
+    def __init__(self, layer: int, table, signum: int = signal.SIGINT):
+        self.layer, self.table, self.signum = int(layer), table, int(signum)
+        super().__init__(f"interrupted after block {layer} (measured layers 0..{layer} kept)")
+
+    def __reduce__(self):  # picklable with its table (a sweep's worker process hands it back)
+        return type(self), (self.layer, self.table, self.signum)
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -173,7 +189,7 @@ def run_stack(setting, sampler: WeightSampler, buffer: StatsBuffer, *, progress:
         probe_norm = stream[e2e_channel].double().pow(2).sum((-1, -2)).sqrt()  # (S,)
         buffer.put(0, "e2e_gain", norm_ratio(stream[e2e_channel], probe_norm))
     checked = 0
-    bar = tqdm(total=setting.depth, desc="blocks", unit="block", disable=None if progress else True, leave=False)
+    bar = tqdm(total=setting.depth, desc="blocks", unit="block", disable=not progress, leave=False)
     try:
         for layer in range(1, setting.depth + 1):
             sampler.begin_layer(layer, setting.depth)
@@ -231,12 +247,23 @@ class _FactorFailed(Exception):
     """A sync-free Cholesky failed somewhere: the run is redone with QR factors."""
 
 
-def _run_once(setting, sampler: WeightSampler, buffer: StatsBuffer, progress: bool) -> int | None:
+def _run_once(setting, sampler: WeightSampler, buffer: StatsBuffer, progress: bool,
+              on_layer: Callable[[int], None]) -> int | None:
     try:
         with torch.inference_mode():
-            return run_stack(setting, sampler, buffer, progress=progress)
+            return run_stack(setting, sampler, buffer, progress=progress, on_layer=on_layer)
     finally:
         sampler.close()
+
+
+def _interruption(stop: KeyboardInterrupt, buffer: StatsBuffer | None, names, last: int) -> SimulationInterrupted:
+    """The :class:`SimulationInterrupted` of a stop after layer ``last`` was complete: the finite layers before it."""
+    upto = last + 1 if buffer is not None else 0
+    bad = buffer.first_bad_layer(0, upto) if upto else None
+    upto = upto if bad is None else bad
+    values = buffer.to_numpy(upto) if buffer is not None else torch.zeros(0, len(names), 1).numpy()
+    return SimulationInterrupted(upto - 1, table_from_stats(values, names),
+                                 getattr(stop, "signum", signal.SIGINT))
 
 
 def simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), device="auto", dtype="float32",
@@ -259,7 +286,7 @@ def simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), devi
     weights : {'dense', 'implicit', 'auto'}
         How Gaussian weights are applied (:class:`simulate.weights.WeightSampler`).
     progress : bool
-        A tqdm bar over depth on stderr (terminals only).
+        A tqdm bar over depth on stderr (:func:`theory.cli.progress_enabled` decides for a CLI).
     prefetch : bool, optional
         Draw the next blocks' random numbers on a background thread while the current
         block computes (:mod:`simulate.noise`); same numbers either way. Default (None):
@@ -284,8 +311,10 @@ def simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), devi
     ------
     NumericalBlowUp
         At the first non-finite layer, with the table measured before it.
+    SimulationInterrupted
+        On Ctrl-C (a KeyboardInterrupt), with the table of the layers completed before it.
     """
-    names = parse_metrics(metrics)
+    names = parse_metrics(metrics, setting.block)  # a metric the block lacks: ValueError
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise ValueError(f"samples={samples!r} is not allowed: an integer >= 1")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -297,15 +326,24 @@ def simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), devi
     options = dict(prefetch=bool(prefetch),
                    matmul_dtype=torch.bfloat16 if matmul_precision == "bf16" else None,
                    share_factors=share_factors)
+    completed, buffer = [0], None  # the last layer whose statistics are all in the buffer
+
+    def finished(layer: int) -> None:
+        completed[0] = layer
+
     with matmul_precision_context(matmul_precision, torch_device):
-        sampler = WeightSampler(seed, samples, torch_device, torch_dtype, weights, **options)
-        buffer = StatsBuffer(setting.depth, names, samples, torch_device)
         try:
-            bad = _run_once(setting, sampler, buffer, progress)
-        except _FactorFailed:  # rare (rank-deficient rows): redo every product with QR factors
-            sampler = WeightSampler(seed, samples, torch_device, torch_dtype, weights, factor="qr", **options)
+            sampler = WeightSampler(seed, samples, torch_device, torch_dtype, weights, **options)
             buffer = StatsBuffer(setting.depth, names, samples, torch_device)
-            bad = _run_once(setting, sampler, buffer, progress)
+            try:
+                bad = _run_once(setting, sampler, buffer, progress, finished)
+            except _FactorFailed:  # rare (rank-deficient rows): redo every product with QR factors
+                completed[0], buffer = 0, None
+                sampler = WeightSampler(seed, samples, torch_device, torch_dtype, weights, factor="qr", **options)
+                buffer = StatsBuffer(setting.depth, names, samples, torch_device)
+                bad = _run_once(setting, sampler, buffer, progress, finished)
+        except KeyboardInterrupt as stop:
+            raise _interruption(stop, buffer, names, completed[0]) from None
     upto = setting.depth + 1 if bad is None else bad
     table = table_from_stats(buffer.to_numpy(upto), names)
     if bad is not None:

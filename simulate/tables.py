@@ -8,8 +8,8 @@ error and the two-sided normal interval at :data:`CONFIDENCE` are computed here 
 >>> table = table_from_stats(np.array([[[1.0, 3.0]]]), ("var",))
 >>> table[["layer", "metric", "mean", "sem"]].to_dict("records")
 [{'layer': 0, 'metric': 'var', 'mean': 2.0, 'sem': 1.0}]
->>> confidence_interval(2.0, 1.0)
-(0.04000000000000004, 3.96)
+>>> [round(bound, 12) for bound in confidence_interval(2.0, 1.0)]
+[0.04, 3.96]
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def summarise(sample: np.ndarray) -> tuple[float, float, float, float, int]:
     sem = std(ddof=1)/sqrt(n). Values are scaled by their largest magnitude first, so that
     squares of values near a blow-up do not overflow.
 
-    >>> summarise(np.array([1.0, 3.0, np.nan]))
-    (2.0, 1.0, 0.04000000000000004, 3.96, 2)
+    >>> [round(value, 12) for value in summarise(np.array([1.0, 3.0, np.nan]))]
+    [2.0, 1.0, 0.04, 3.96, 2]
     """
     sample = np.asarray(sample, dtype=float)
     sample = sample[np.isfinite(sample)]  # (n,)

@@ -1,39 +1,16 @@
 """Theory against Monte-Carlo: one verdict per lemma and setting.
 
 For every lemma of :data:`theory.LEMMAS` this module picks settings where the lemma
-applies (several depths and parameter values), runs the simulator through its cache,
-takes the lemma's curve out of :func:`theory.predict` (rows whose ``law`` is the
-lemma id) and compares the two at every layer. The verdict follows the ``kind`` of the
-predicted curve, with rules fixed here, before any number is seen:
-
-``holds``
-    ``kind == "exact"`` (or ``"approx"``) and ``|z| <= 4`` at every layer, where
-    ``z = (measured - predicted) / sem`` and ``sem`` is the Monte-Carlo standard error.
-``holds as a bound``
-    ``kind`` is ``"upper"`` (``"lower"``) and the measurement is nowhere above
-    (below) the bound by more than 4 sem; ``tightness = measured / bound`` at the last
-    layer (1 = tight, far from 1 = loose).
-``holds approximately``
-    ``kind == "approx"``, ``|z| > 4`` somewhere but the relative error stays within
-    :data:`APPROX_REL_TOLERANCE` at every layer.
-``violated``
-    Anything else.
-``not applicable at init``
-    The statement needs trained weights; the comment says why and what stands in.
-``no prediction``
-    ``theory.predict`` has no curve of this lemma for a planned setting (a gap to fill).
-``not measured``
-    The simulator gave no layer to compare (a numerical blow-up before block 1).
-
-The reported ``predicted``, ``measured``, ``ci_low``, ``ci_high``, ``rel_error`` and
-``z`` are those of the last layer compared; the comment names the worst layer.
+applies (several depths and parameter values) and hands each to
+:func:`simulate.compare.check`, which simulates through the cache, takes the lemma's
+curves out of :func:`theory.predict` (rows whose ``law`` is the lemma id) and compares the
+two at every layer with the verdict rules stated there. A lemma about trained weights is
+``not applicable at init`` (the comment says why and what stands in).
 P2 Theorem 3 and the exact weight-decay law describe a training process: they are
 checked against :func:`simulate.weight_decay_process` instead of a stack.
 
->>> describe_setting(Setting(block="linear", width=32))
-'block=linear width=32'
->>> classify("exact", z=[0.5, -3.9], rel=[0.01, 0.02], excess=[0.0, 0.0])
-'holds'
+>>> sorted(lemma_settings(quick=True))[:2]
+['bridge-aligned', 'exact-causal-attention']
 """
 
 from __future__ import annotations
@@ -41,37 +18,21 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from simulate.results import write_atomic
-from theory.cli import CliParser, fail, output_path
+from simulate.cache import write_atomic
+from simulate.compare import APPROX_REL_TOLERANCE, COLUMNS, Z_LIMIT, check, compare, describe_setting, verdict_row
+from simulate.interrupts import deferred_signals, exit_code, handle_signals, interrupted_line, signal_of
+from theory.cli import CliParser, add_progress_argument, fail, output_path, progress_enabled
 from theory.setting import Setting
 
-__all__ = [
-    "COLUMNS",
-    "Z_LIMIT",
-    "APPROX_REL_TOLERANCE",
-    "NOT_AT_INIT",
-    "PROCESS_LAWS",
-    "describe_setting",
-    "classify",
-    "lemma_settings",
-    "run_monte_carlo",
-    "compare",
-    "verify",
-    "summarize",
-    "to_markdown",
-    "main",
-]
-
-COLUMNS = ["id", "setting", "metric", "kind", "layer", "predicted", "measured", "ci_low", "ci_high", "rel_error", "z",
-           "verdict", "tightness", "comment"]
-Z_LIMIT = 4.0
-APPROX_REL_TOLERANCE = 0.10
+__all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "summarize", "to_markdown", "main",
+           "init_growth_rows", "trained_section", "check_trained_runs", "add_trained_rows"]
 
 # Statements that speak about trained weights; what the workbench checks instead.
 NOT_AT_INIT = {
@@ -98,17 +59,6 @@ def _sizes(quick: bool) -> _Sizes:
         return _Sizes(width=32, tokens=8, depths=(4, 16, 64), samples=64, process_steps=200, process_samples=64)
     return _Sizes(width=128, tokens=32, depths=(4, 16, 64, 256), samples=128, process_steps=2000,
                   process_samples=256)
-
-
-def describe_setting(setting: Setting) -> str:
-    """The fields of ``setting`` that differ from the default (or its preset), as ``k=v`` words."""
-    reference = Setting.preset(setting.preset) if setting.preset else Setting()
-    words = [f"preset={setting.preset}"] if setting.preset else []
-    for f in fields(Setting):
-        value = getattr(setting, f.name)
-        if f.name != "preset" and value != getattr(reference, f.name):
-            words.append(f"{f.name}={value:g}" if isinstance(value, float) else f"{f.name}={value}")
-    return " ".join(words) or "default"
 
 
 def lemma_settings(quick: bool = True) -> dict[str, list[Setting]]:
@@ -169,114 +119,6 @@ def lemma_settings(quick: bool = True) -> dict[str, list[Setting]]:
     }
 
 
-def run_monte_carlo(setting: Setting, *, samples: int, metrics=("var",), seed: int = 0):
-    """Simulate through the cache; a numerical blow-up returns what was measured before it.
-
-    Returns
-    -------
-    (DataFrame, int or None)
-        The simulator's table and the layer of the blow-up (None when there was none).
-    """
-    import simulate
-
-    try:
-        table = simulate.cached_simulate(setting, samples=samples, seed=seed, metrics=tuple(sorted(set(metrics))))
-        return table, None
-    except simulate.NumericalBlowUp as blowup:
-        return blowup.table, int(blowup.layer)
-
-
-def classify(kind: str, *, z, rel, excess) -> str:
-    """Verdict of one curve from per-layer ``z``, relative errors and signed excess in sem.
-
-    ``excess`` is ``(measured - bound)/sem`` for an upper bound and ``(bound - measured)/sem``
-    for a lower one (positive = on the wrong side).
-    """
-    z, rel = np.abs(np.asarray(z, dtype=float)), np.abs(np.asarray(rel, dtype=float))
-    excess = np.asarray(excess, dtype=float)
-    if kind in ("upper", "lower"):
-        return "holds as a bound" if np.all(excess <= Z_LIMIT) else "violated"
-    if np.all(z <= Z_LIMIT):
-        return "holds"
-    if kind == "approx" and np.all(rel <= APPROX_REL_TOLERANCE):
-        return "holds approximately"
-    return "violated"
-
-
-def _z_scores(measured, predicted, sem):
-    diff = measured - predicted
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(sem > 0, diff / sem, np.where(np.isclose(measured, predicted, rtol=1e-9, atol=0), 0.0,
-                                                   np.sign(diff) * np.inf))
-        rel = np.abs(diff) / np.abs(predicted)
-    return z, rel
-
-
-def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted: pd.DataFrame,
-            blowup_layer: int | None = None) -> list[dict]:
-    """Rows of the verify table for one lemma and one setting.
-
-    Parameters
-    ----------
-    measured : DataFrame
-        Simulator table (``layer, metric, mean, sem, ci_low, ci_high, n``).
-    predicted : DataFrame
-        Rows of ``theory.predict`` for this lemma (``layer, metric, law, kind, value``).
-    """
-    rows = []
-    for (metric, kind), curve in predicted.groupby(["metric", "kind"], sort=True):
-        if not (curve["layer"] >= 1).any():
-            continue  # a value for the input only: nothing to check
-        both = curve.merge(measured[measured["metric"] == metric], on=["layer", "metric"], how="inner")
-        both = both[(both["layer"] >= 1) & np.isfinite(both["value"]) & np.isfinite(both["mean"])]
-        both = both.sort_values("layer")
-        if both.empty:
-            rows.append(_row(lemma_id, setting_label, metric, kind=kind, verdict="not measured",
-                             comment=f"no layer >= 1 both predicted and measured for {metric} ({kind})"
-                                     + (f"; numerical blow-up at layer {blowup_layer}" if blowup_layer else "")))
-            continue
-        value, mean, sem = (both[c].to_numpy(float) for c in ("value", "mean", "sem"))
-        z, rel = _z_scores(mean, value, sem)
-        excess = z if kind == "upper" else -z
-        verdict = classify(kind, z=z, rel=rel, excess=excess)
-        worst = int(np.argmax(excess if kind in ("upper", "lower") else np.abs(z)))
-        last = both.iloc[-1]
-        tightness = float(last["mean"] / last["value"]) if kind in ("upper", "lower") and last["value"] else math.nan
-        comment = _comment(kind, verdict, both, z, excess, worst, tightness, blowup_layer)
-        rows.append(_row(lemma_id, setting_label, metric, kind=kind, layer=int(last["layer"]),
-                         predicted=float(last["value"]), measured=float(last["mean"]), ci_low=float(last["ci_low"]),
-                         ci_high=float(last["ci_high"]), rel_error=float(rel[-1]), z=float(z[-1]), verdict=verdict,
-                         tightness=tightness, comment=comment))
-    return rows
-
-
-def _comment(kind, verdict, both, z, excess, worst, tightness, blowup_layer) -> str:
-    n_layers = len(both)
-    worst_layer = int(both["layer"].iloc[worst])
-    if kind in ("upper", "lower"):
-        ratios = both["mean"].to_numpy(float) / both["value"].to_numpy(float)
-        side = "above" if kind == "upper" else "below"
-        text = (f"{kind} bound over {n_layers} layers; measured/bound {np.nanmin(ratios):.3g}.."
-                f"{np.nanmax(ratios):.3g}, {tightness:.3g} at the last layer")
-        if verdict == "violated":
-            text += f"; {excess[worst]:.1f} sem {side} it at layer {worst_layer}"
-    else:
-        text = f"{kind} law over {n_layers} layers; max |z| = {abs(z[worst]):.2f} at layer {worst_layer}"
-        if verdict != "holds":
-            rel = np.abs(both["mean"].to_numpy(float) - both["value"].to_numpy(float)) / np.abs(both["value"])
-            text += f", max rel. error {np.nanmax(rel):.3g}"
-    if blowup_layer is not None:
-        text += f"; numerical blow-up at layer {blowup_layer}, compared below it"
-    return text
-
-
-def _row(lemma_id, setting_label, metric, **values) -> dict:
-    row = dict.fromkeys(COLUMNS, math.nan)
-    row.update(id=lemma_id, setting=setting_label, metric=metric, kind="-", layer=-1, verdict="", comment="")
-    row.update(values)
-    return row
-
-
 def _process_rows(lemma_id: str, setting: Setting, size: _Sizes) -> list[dict]:
     """P2 Theorem 3 / the exact weight-decay law against the simulated process."""
     import simulate
@@ -334,40 +176,29 @@ def verify(quick: bool = True, progress: bool = False, only=None, depths=None) -
                 rows += _process_rows(lemma_id, setting, size)
         elif not settings:
             reason = NOT_AT_INIT.get(lemma_id, "no setting of the workbench is planned for it")
-            rows.append(_row(lemma_id, "-", "-", verdict="not applicable at init", comment=reason))
+            rows.append(verdict_row(lemma_id, "-", "-", verdict="not applicable at init", comment=reason))
         for setting in settings if lemma_id not in PROCESS_LAWS else ():
             if depths is None or setting.depth in set(depths):
                 pending.setdefault(setting, []).append(lemma_id)
     bar = tqdm(pending.items(), total=len(pending), desc="verify", unit="setting", disable=not progress,
                file=sys.stderr)
-    for setting, lemma_ids in bar:
-        bar.set_postfix_str(describe_setting(setting), refresh=False)
-        rows += _check_setting(setting, lemma_ids, size)
+    finished = 0
+    try:
+        for setting, lemma_ids in bar:
+            bar.set_postfix_str(describe_setting(setting), refresh=False)
+            rows += check(setting, lemma_ids, samples=size.samples)
+            finished += 1
+    except KeyboardInterrupt as stop:  # Ctrl-C: main reports how far it got
+        stop.finished, stop.total = finished, len(pending)
+        raise
+    rows += init_growth_rows(pending, size.samples)
     table = pd.DataFrame(rows, columns=COLUMNS)
     order = {lemma_id: i for i, lemma_id in enumerate(ids)}
     return table.sort_values("id", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
-def _check_setting(setting: Setting, lemma_ids: list[str], size: _Sizes) -> list[dict]:
-    import theory
-
-    label = describe_setting(setting)
-    prediction = theory.predict(setting)
-    curves = {i: prediction[prediction["law"] == i] for i in lemma_ids}
-    metrics = sorted({m for curve in curves.values() for m in curve["metric"].unique()})
-    measured, blowup = run_monte_carlo(setting, samples=size.samples, metrics=metrics or ("var",))
-    rows = []
-    for lemma_id, curve in curves.items():
-        if curve.empty:
-            rows.append(_row(lemma_id, label, "-", verdict="no prediction",
-                             comment="theory.predict gives no curve for this law in this setting"))
-        else:
-            rows += compare(lemma_id, label, measured, curve, blowup)
-    return rows
-
-
-_VERDICT_ORDER = ("violated", "not measured", "no prediction", "holds approximately", "holds as a bound", "holds",
-                  "not applicable at init")  # worst first
+_VERDICT_ORDER = ("violated", "not measured", "no prediction", "inconclusive", "holds approximately",
+                  "holds as a bound", "holds", "not applicable at init")  # worst first
 
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
@@ -385,7 +216,7 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
 
     rows = []
     for lemma_id, group in table.groupby("id", sort=False):
-        has_exact = group["kind"].eq("exact").any()
+        has_exact = group["kind"].isin(["exact", "growth"]).any()  # growth: P1's statements judged by growth class
         judged = group[~group["kind"].eq("approx")] if has_exact else group
         approx = group[group["kind"].eq("approx")] if has_exact else group.iloc[0:0]
         verdicts = judged["verdict"].tolist()
@@ -423,14 +254,95 @@ def to_markdown(table: pd.DataFrame, *, title: str = "Theory against Monte-Carlo
             f"(z in Monte-Carlo standard errors); bounds hold when never crossed by more than {Z_LIMIT:g} sem "
             f"(tightness = measured/bound at the last layer); approximate laws within "
             f"{APPROX_REL_TOLERANCE:.0%} relative error hold approximately.\n\n## Per lemma\n\n"
-            f"{_markdown_table(summarize(table))}\n\n## Every setting\n\n{_markdown_table(table)}\n")
+            f"{_markdown_table(summarize(table))}\n{trained_section(table)}\n## Every setting\n\n"
+            f"{_markdown_table(table)}\n")
+
+
+def init_growth_rows(pending: dict, samples: int) -> list[dict]:
+    """P1 Lemma 3.2 and P1's LNS bounds judged by the growth class of each simulated ``var`` curve.
+
+    Their constants are unknown (``Theta``, ``1 + c/sigma``), so each setting where they are
+    checked has its variance profile fitted (:mod:`simulate.scores.growth_claims`: exponent,
+    rate and the per-layer factor's exponent with CIs) from the same cached simulation that
+    :func:`simulate.compare.check` compared; rows of kind ``growth``.
+    """
+    import theory
+    from simulate.compare import run_monte_carlo
+    from simulate.scores.growth_claims import GROWTH_LEMMAS, growth_rows, growth_summary
+
+    rows = []
+    for setting, lemma_ids in pending.items():
+        wanted = [i for i in lemma_ids if i in GROWTH_LEMMAS]
+        if not wanted:
+            continue
+        prediction = theory.predict(setting)  # the metric set check() simulated, so the cache answers
+        metrics = sorted({m for i in lemma_ids for m in prediction[prediction["law"] == i]["metric"].unique()})
+        measured, _ = run_monte_carlo(setting, samples=samples, metrics=metrics or ("var",))
+        var = measured[measured["metric"] == "var"].sort_values("layer")["mean"].to_numpy(float)  # (L+1,)
+        for lemma_id in wanted:
+            rows += growth_rows(lemma_id, describe_setting(setting), growth_summary(var))
+    return rows
+
+
+def trained_section(table: pd.DataFrame) -> str:
+    """verify.md's "Trained claims" section ('' when the table has no trained rows)."""
+    from simulate.scores.trained_claims import trained_markdown
+
+    return trained_markdown(table, _markdown_table)
+
+
+def check_trained_runs(prog: str, runs) -> None:
+    """Exit 2 with one line, before any work, when a ``--trained`` RUN is not a finished training run."""
+    from simulate.scores.runs import RunError, read_run_config
+
+    for run in runs or []:
+        try:
+            read_run_config(run)
+            for name in ("train_layers.csv", "loss.csv", "model.safetensors"):
+                if not (Path(run) / name).is_file():
+                    raise RunError(f"--trained {run} is not allowed: no {name} (not a finished training run)")
+        except RunError as error:
+            fail(prog, str(error))
+
+
+def add_trained_rows(prog: str, table: pd.DataFrame, runs: list[str], quick: bool, progress: bool) -> pd.DataFrame:
+    """``verify --trained [RUN ...]``: the trained claims' rows (:mod:`simulate.scores.trained_claims`) appended.
+
+    No RUN: the tiny cached claim trainings (:func:`simulate.scores.training_cache.claim_runs`,
+    ``TINY`` with ``--quick``, else ``FULL``), trained on first use. Bad runs: exit 2.
+    """
+    from simulate.scores.runs import RunError
+    from simulate.scores.trained_claims import trained_rows
+    from simulate.scores.training_cache import FULL, TINY, claim_runs
+
+    if not runs:
+        runs = [path for paths in claim_runs(TINY if quick else FULL, progress=progress).values() for path in paths]
+    try:
+        rows = trained_rows(runs, progress=progress)
+    except RunError as error:
+        fail(prog, str(error))
+    return pd.concat([table, pd.DataFrame(rows, columns=COLUMNS)], ignore_index=True)
+
+
+def _interrupted(prog: str, stop: KeyboardInterrupt, out) -> int:
+    """One line for Ctrl-C/SIGTERM during the checks; returns 130/143."""
+    from simulate.cache import cache_dir
+
+    finished, total = getattr(stop, "finished", None), getattr(stop, "total", None)
+    where = f"after {finished} of {total} settings" if total is not None else "during the checks"
+    print(interrupted_line(prog, signal_of(stop), where, f"nothing written to {out}",
+                           f"the finished settings are in the simulator cache ({cache_dir()}): the same command "
+                           "goes on from there"), file=sys.stderr)
+    return exit_code(stop)
 
 
 def main(argv=None) -> int:
     """``python -m simulate verify [--quick] [--only ID ...] [--out DIR]``.
 
     Exit code 0 when every curve of kind "exact" of an exact or bridge lemma holds, 1 when one
-    does not (approximate curves are reported, not enforced), 2 on bad input.
+    does not (approximate curves are reported, not enforced), 2 on bad input, 130/143 on
+    Ctrl-C/SIGTERM (one line; nothing written; the settings checked so far stay in the cache).
+    ``--progress/--no-progress``: the bar over settings (default: when stderr is a terminal).
     """
     import theory
 
@@ -440,21 +352,35 @@ def main(argv=None) -> int:
     parser.add_argument("--only", action="append", metavar="ID",
                         help="check only this lemma id (repeatable; ids: python -m theory list)")
     parser.add_argument("--out", default="out/verify", help="directory for verify.csv and verify.md (default out/verify)")
-    parser.add_argument("--no-progress", dest="progress", action="store_false",
-                        help="no progress bar on stderr (it is on by default)")
+    parser.add_argument("--trained", nargs="*", metavar="RUN", default=None,
+                        help="also judge P1's and P2's trained claims on these training runs (none given: tiny "
+                             "cached trainings, see docs/scores.md)")
+    add_progress_argument(parser)
     args = parser.parse_args(argv)
     only = None if args.only is None else [i for word in args.only for i in word.split(",") if i]
     if only is not None and (unknown := [i for i in only if i not in theory.LEMMAS]):
         fail(prog, f"unknown lemma id {unknown[0]!r}; known ids: {' '.join(theory.LEMMAS)}")
     out = output_path(prog, args.out, directory=True)
+    check_trained_runs(prog, args.trained)
     started = time.perf_counter()
-    table = verify(quick=args.quick, progress=args.progress, only=only)
+    with handle_signals():
+        try:
+            table = verify(quick=args.quick, progress=progress_enabled(args.progress), only=only)
+            if args.trained is not None:
+                table = add_trained_rows(prog, table, args.trained, args.quick, progress_enabled(args.progress))
+        except KeyboardInterrupt as stop:  # nothing is written before the end: nothing half-written
+            return _interrupted(prog, stop, out)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
         print(summarize(table).to_string(index=False))
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "verify.csv", table.to_csv(index=False))
-    write_atomic(out / "verify.md", to_markdown(table))
+    with deferred_signals() as pending:  # the two reports are written whole, together
+        out.mkdir(parents=True, exist_ok=True)
+        write_atomic(out / "verify.csv", table.to_csv(index=False))
+        write_atomic(out / "verify.md", to_markdown(table))
     print(f"{len(table)} rows in {time.perf_counter() - started:.1f} s -> {out / 'verify.csv'}, {out / 'verify.md'}")
+    if pending:
+        print(interrupted_line(prog, pending[0], "while the reports were written", f"both are complete in {out}",
+                               "nothing to resume"), file=sys.stderr)
+        return exit_code(pending[0])
     derived = table["id"].map(lambda i: theory.LEMMAS[i].kind in ("exact", "bridge"))
     approx_off = table[derived & (table["kind"] == "approx") & (table["verdict"] == "violated")]
     if len(approx_off):

@@ -74,7 +74,7 @@ class WeightSampler:
         Where and in what precision numbers are drawn.
     mode : {'dense', 'implicit', 'auto'}
         'dense' draws W (S, d_in, d_out) and multiplies (bmm). 'implicit' and 'auto'
-        use ``simulate.implicit`` (X W has the law of L Z, DESIGN.md); 'auto' lets
+        use ``simulate.implicit`` (X W has the law of L Z, docs/design.md#how-the-simulator-stays-fast); 'auto' lets
         ``simulate.implicit.choose_method`` pick per product. Without that module
         every product is dense (a warning says so once).
     prefetch : bool

@@ -105,7 +105,7 @@ class Setting:
     top_k: int = 2  # k, in 1..E
     shared_expert: bool = False
     uniform_gates: bool = False  # MoE gates 1/k instead of softmax router weights
-    alignment: float = 0.0  # a of THEORY.md C, strength of the planted aligned part
+    alignment: float = 0.0  # a of docs/derivations.md#bridge-aligned, the planted aligned part
     mix_fraction: float = 0.25  # mix: fraction of blocks (from the bottom) in Post-LN
     layerscale_init: float = 0.1  # layerscale: initial per-channel scale
     lr: float = 1e-2  # eta, weight-decay process
@@ -118,8 +118,9 @@ class Setting:
         self._check_choice("block", BLOCKS)
         self._check_choice("norm", NORMS)
         self._check_choice("activation", ACTIVATIONS)
-        for name in ("depth", "width", "heads", "tokens", "experts"):
+        for name in ("depth", "heads", "tokens", "experts"):
             self._check_int(name, 1)
+        self._check_int("width", 2)  # the unbiased feature variance and LayerNorm divide by width - 1
         for name in ("ffn_width", "kv_heads"):
             if getattr(self, name) is not None:
                 self._check_int(name, 1)
@@ -143,10 +144,10 @@ class Setting:
         self._check_real("mix_fraction", low=0.0, high=1.0)
         self._check_real("layerscale_init", low=0.0, low_open=True)
         self._check_real("lr", low=0.0, low_open=True)
-        self._check_real("weight_decay", low=0.0, low_open=True)
+        self._check_real("weight_decay", low=0.0)  # 0: no decay (P1 trains without it)
         self._check_real("grad_noise_std", low=0.0)
         if self.lr * self.weight_decay > 1:
-            raise SettingError("weight_decay", self.weight_decay, f"a value with 0 < lr*weight_decay <= 1 (lr={self.lr})")
+            raise SettingError("weight_decay", self.weight_decay, f"a value with 0 <= lr*weight_decay <= 1 (lr={self.lr})")
         if self.preset is not None and self.preset not in PRESETS:
             raise SettingError("preset", self.preset, f"one of {', '.join(PRESETS)}")
 
@@ -270,7 +271,7 @@ _FLAG_HELP = {
     "init_std": "weight std s (default 1/sqrt(d), i.e. alpha = 1)", "input_std": "input token std",
     "input_cos": "cosine between distinct input tokens", "mask_density": "mask density rho in (0, 1]",
     "experts": "MoE experts E", "top_k": "MoE top-k", "shared_expert": "MoE shared expert",
-    "uniform_gates": "MoE gates 1/k", "alignment": "planted aligned strength a (THEORY.md C)",
+    "uniform_gates": "MoE gates 1/k", "alignment": "planted aligned strength a (docs/derivations.md#bridge-aligned)",
     "mix_fraction": "mix: fraction of Post-LN blocks", "layerscale_init": "layerscale initial scale",
     "lr": "learning rate eta (weight-decay process)", "weight_decay": "weight decay lam",
     "grad_noise_std": "gradient-noise std sigma_G",

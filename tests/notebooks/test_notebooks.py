@@ -1,7 +1,13 @@
-"""Every notebook is saved clean and executes top to bottom in quick mode (QUICK=1)."""
+"""Every notebook is saved clean and executes top to bottom in quick mode (QUICK=1), printing its verdicts.
+
+After execution the text each notebook prints (cell outputs, and the explorer's output widget,
+which nbclient stores in the notebook's widget state) must contain its answers in the words a
+reader sees: what was compared and how it came out. Every figure cell shows a picture.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -10,12 +16,45 @@ from nbclient import NotebookClient
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+MINE = ["01_curse_of_depth", "02_sparsity", "03_explorer", "04_lemma_report", "05_regimes"]
 CELL_TIMEOUT_S = 180
+VERDICT = (r"(agrees with the measurement|is never crossed|is within \d+% of the measurement"
+           r"|differs from the measurement)")
+# What each notebook must print (regular expressions over its executed text).
+PRINTED = {
+    "01_curse_of_depth": [
+        r"Answer 1: averaged over layers, LNS (LOWERS|does not uniformly lower) the per-layer angular distance",
+        r"Answer 2: \(var_L - var_0\)/L goes from",
+        r"P1's recursion with c = 1 \(a constant P1 does not state\) over-predicts",
+        r"p1-lemma-3\.2 at L=100: P1's recursion .* with c = 1 \(a constant the paper does not state\) " + VERDICT,
+        r"Answer 3 \(approx laws\): \|z\| at the last layer at most [\d.]+ sem, worst over all layers",
+        r"worst layer +worst \|z\| +verdict \(all layers\)",
+    ],
+    "02_sparsity": [
+        r"P2 Thm 1 over-estimates the exact variance by x[\d.]+",
+        r"p2-thm-1 +\d+ +holds as a bound x\d+",
+        r"exact laws: \d+ of \d+ comparisons hold within 4 sem",
+    ],
+    "03_explorer": [
+        r"exact-preln-init: the (exact|approximate) law exact-preln-init \(derived here\) " + VERDICT,
+        r"p1-lemma-3\.2: P1's recursion .* with c = 1 \(a constant the paper does not state\) " + VERDICT,
+        r"metric=var  scheme=pre  block=transformer  depth=8",
+    ],
+    "04_lemma_report": [
+        r"=== holds: \d+ rows",
+        r"P1's (LNS )?recursion .* with c = 1 \(a constant the paper does not state\) " + VERDICT,
+        r"\d+ rows of laws derived here: mean z",
+    ],
+    "05_regimes": [
+        r"no norm, alpha=0\.5: exponential .* holds \(worst \|z\| [\d.]+ at layer \d+\)",
+        r"P1 recursion with c=1: sigma\^2 at l=10000",
+        r"exponential growth needs the aligned part to scale with the stream",
+    ],
+}
 
 
 def test_the_five_notebooks_exist():
-    assert [p.name for p in NOTEBOOKS] == ["01_curse_of_depth.ipynb", "02_sparsity.ipynb", "03_explorer.ipynb",
-                                           "04_lemma_report.ipynb", "05_regimes.ipynb"]
+    assert [p.stem for p in NOTEBOOKS if p.stem in MINE] == MINE
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -26,6 +65,29 @@ def test_saved_without_outputs(path):
     for cell in notebook.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: a cell has outputs"
+    assert "widgets" not in notebook.metadata, f"{path.name}: saved with widget state"
+
+
+@pytest.mark.parametrize("path", [NOTEBOOK_DIR / f"{name}.ipynb" for name in MINE], ids=lambda p: p.stem)
+def test_has_a_full_size_switch(path):
+    """The first code cell starts with ``FULL = False`` and says what FULL = True costs (or that it has none)."""
+    first = next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    head = first.source.splitlines()[0]
+    assert re.match(r"FULL = False  # .*\((about|under) .*(minute|hour)s? on 2 cores\)$|FULL = False  # no effect",
+                    head), head
+
+
+def _printed_text(notebook) -> str:
+    """Every stream and text output of the executed notebook, output widgets included."""
+    texts = [o.get("text", "") for c in notebook.cells if c.cell_type == "code" for o in c.outputs
+             if o.output_type == "stream"]
+    texts += [o["data"].get("text/plain", "") for c in notebook.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type in ("execute_result", "display_data")]
+    state = notebook.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    for model in state.get("state", {}).values():
+        for output in model.get("state", {}).get("outputs", []):
+            texts.append(output.get("text", ""))
+    return "\n".join(texts)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -36,5 +98,14 @@ def test_executes_in_quick_mode(path, monkeypatch, shared_cache):
     client = NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(NOTEBOOK_DIR)}})
     client.execute()
-    errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    assert not errors
+    errors = [f"{o.ename}: {o.evalue}" for c in notebook.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "error"]
+    assert not errors, errors
+    text = _printed_text(notebook)
+    for pattern in PRINTED.get(path.stem, []):
+        assert re.search(pattern, text), f"{path.name}: nothing printed matches {pattern!r}"
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and re.search(r"\b(profile_figure|sweep_figure|exponent_panel|plt\.show)\(",
+                                                   cell.source):
+            images = [o for o in cell.outputs if "image/png" in o.get("data", {})]
+            assert images, f"{path.name}: a figure cell shows no picture:\n{cell.source[:200]}"

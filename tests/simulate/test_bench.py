@@ -50,10 +50,14 @@ def test_bench_quick_writes_the_table(tmp_path, capsys):
     from simulate.bench import CHECK_COLUMNS, COLUMNS, main
 
     code = main(["--quick", "--ablate", "--device", "cpu", "--out", str(tmp_path)])
-    assert code == 0, capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
     bench = pd.read_csv(tmp_path / "bench.csv")
     assert list(bench.columns) == COLUMNS
     assert len(bench) >= 2 and (bench.ours_s > 0).all()
+    pair = bench[bench.setting.str.contains(":input-std-")]  # independent vs correlated tokens
+    assert len(pair) == 2 and (pair.layer_samples_per_s > 0).all(), list(bench.setting)
+    assert f"{pair.setting.iloc[1]}: " in printed.out and "time ratio" in printed.out, printed.out[-500:]
     base = bench.iloc[0]
     assert math.isfinite(base.naive_s) and math.isfinite(base.speedup) and base.device == "cpu"
     checks = pd.read_csv(tmp_path / "bench_checks.csv")

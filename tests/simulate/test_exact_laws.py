@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 from simulate import simulate, weight_decay_process
 from theory.setting import Setting

@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+from simulate import implicit
 from simulate.implicit import (
     DEFAULT_COSTS,
     choose_method,
@@ -17,6 +18,7 @@ from simulate.implicit import (
     gaussian_product,
     gaussian_products,
     method_costs,
+    refactor_rows,
 )
 
 SAMPLES = 20_000  # Monte-Carlo samples (one weight each)
@@ -144,6 +146,54 @@ def test_cholesky_falls_back_on_singular_gram(dtype):
     assert torch.isfinite(left).all()
     tolerance = 1e-4 if dtype == torch.float32 else 1e-10
     assert torch.allclose(left @ left.mT, x @ x.mT, atol=tolerance * 16, rtol=tolerance)
+
+
+def nearly_collinear_rows(samples: int = 1) -> torch.Tensor:
+    """(samples, 6, 32) float32 rows 1e-4 apart (relative) around one direction, one row 100x larger
+    (like the end-to-end tangent of a collapsed stack): the float32 Gram is numerically singular."""
+    gen = torch.Generator().manual_seed(12)
+    base = torch.randn(1, 32, generator=gen)  # (1, d)
+    rows = base + 1e-4 * torch.randn(6, 32, generator=gen)  # (m, d)
+    rows[-1] *= 100.0
+    return rows.expand(samples, 6, 32)  # (S, m, d)
+
+
+def assert_float32_cholesky_fails(x: torch.Tensor) -> None:
+    """Precondition of the refactor tests: the float32 Cholesky of x x^T fails for every sample."""
+    info = torch.linalg.cholesky_ex(x @ x.mT).info  # (S,)
+    assert bool((info != 0).all()), f"float32 Cholesky succeeded (info {info[:4].tolist()}): nothing to refactor"
+
+
+def test_refactor_is_a_float64_cholesky_within_float32_rounding(monkeypatch):
+    """Nearly collinear float32 rows: no QR, and L L^T = x x^T within 4 u_32 |L||L|^T entry-wise."""
+    x = nearly_collinear_rows()  # (1, m, d)
+    assert_float32_cholesky_fails(x)
+
+    def no_qr(rows):
+        raise AssertionError(f"QR fallback taken for rows of shape {tuple(rows.shape)}")
+
+    monkeypatch.setattr(implicit, "_qr_left", no_qr)
+    left = refactor_rows(x)  # (1, m, m)
+    assert left.dtype == torch.float32 and torch.equal(left, left.tril())
+    wide, exact = left.double(), x.double() @ x.double().mT  # (1, m, m) each
+    error = (wide @ wide.mT - exact).abs()  # (1, m, m)
+    bound = 4 * 2.0**-24 * (wide.abs() @ wide.abs().mT)  # (1, m, m)
+    assert bool((error <= bound).all()), f"max error / bound {(error / bound).max().item():.3g} > 1, shape {x.shape}"
+    assert torch.equal(factor_rows(x, "cholesky"), left)  # factor_rows refactors exactly these samples
+
+
+def test_nearly_collinear_rows_keep_the_law_of_their_differences():
+    """The small directions survive: Gram of (XW)_i - (XW)_0 = s^2 (x_i - x_0)(x_j - x_0)^T within 4 sem."""
+    x = nearly_collinear_rows(SAMPLES)  # (S, m, d), the same rows in every sample
+    assert_float32_cholesky_fails(x[:8])
+    product = gaussian_product(x, D_OUT, STD, torch.Generator().manual_seed(13), method="cholesky").double()
+    rows = x[0].double()  # (m, d)
+    estimate, sem = mean_and_sem(product @ product.mT / D_OUT)  # (m, m)
+    assert_within_sem("row gram [nearly collinear]", estimate, STD**2 * rows @ rows.T, sem, tuple(product.shape))
+    gaps = product[:, 1:-1] - product[:, :1]  # (S, m-2, d_out): differences of the small rows
+    estimate, sem = mean_and_sem(gaps @ gaps.mT / D_OUT)  # (m-2, m-2)
+    target = STD**2 * (rows[1:-1] - rows[:1]) @ (rows[1:-1] - rows[:1]).T  # (m-2, m-2), ~1e-8 of the row gram
+    assert_within_sem("difference gram [nearly collinear]", estimate, target, sem, tuple(gaps.shape))
 
 
 def test_same_generator_same_numbers_and_dense_fallback():

@@ -21,7 +21,8 @@ BAD_VALUES = [
     ("depth", -3, "an integer >= 1"),
     ("depth", 0, "an integer >= 1"),
     ("depth", 2.5, "an integer >= 1"),
-    ("width", True, "an integer >= 1"),
+    ("width", True, "an integer >= 2"),
+    ("width", 1, "an integer >= 2"),
     ("heads", 3, "a divisor of width=256"),
     ("kv_heads", 3, "a divisor of heads=4"),
     ("top_k", 9, "an integer in 1..experts=8"),
@@ -33,7 +34,7 @@ BAD_VALUES = [
     ("alignment", -0.1, "[0, inf)"),
     ("mix_fraction", 2.0, "[0, 1]"),
     ("causal", "yes", "true or false"),
-    ("weight_decay", 200.0, "0 < lr*weight_decay <= 1"),
+    ("weight_decay", 200.0, "0 <= lr*weight_decay <= 1"),
 ]
 
 

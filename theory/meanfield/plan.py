@@ -32,6 +32,9 @@ LINEAR, MLP, ATTENTION, MOE = 0, 1, 2, 3  # SublayerPlan.kind codes
 _KIND_CODES = {"linear": LINEAR, "mlp": MLP, "attention": ATTENTION, "moe": MOE}
 SUBLAYER_CODES = {block: tuple(_KIND_CODES[kind] for kind in kinds) for block, kinds in architecture.SUBLAYERS.items()}
 _RAW_TAU2_MAX = 25.0  # attention scores of un-normalised streams: table clipped here (approx)
+# Score variance where the softmax table ends (score std 20: rows are one-hot but for the top few
+# keys); beyond it the quadrature grid would grow with the std (GiB at std 10^3), values clip here.
+_TAU2_TABLE_MAX = 400.0
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def build_plan(setting: Setting) -> SublayerPlan:
     q_in = np.where(raw, 1.0, in_scale2)
     attention = kernel = None
     if ATTENTION in subs:
-        tau2_max = _RAW_TAU2_MAX if raw.any() else float(np.max(alpha_qk * q_in**2))
+        tau2_max = _RAW_TAU2_MAX if raw.any() else min(float(np.max(alpha_qk * q_in**2)), _TAU2_TABLE_MAX)
         attention = attention_table(setting.tokens, setting.causal, setting.head_dim, tau2_max)
     if MLP in subs or MOE in subs:
         pre = alpha * f["up"] * q_in

@@ -75,8 +75,12 @@ def weight_decay_variance(steps, lr, weight_decay, grad_noise_std, init_var) -> 
 
     >>> weight_decay_variance(2, 0.1, 1.0, 1.0, 1.0).round(6).tolist()
     [1.0, 0.82, 0.6742]
+    >>> weight_decay_variance(2, 0.1, 0.0, 1.0, 1.0).round(6).tolist()  # no decay: a random walk
+    [1.0, 1.01, 1.02]
     """
     from theory.symbolic.recursions import weight_decay_variance as closed_form
+    if lr * weight_decay == 0:  # r = 1: a random walk, Var(u_t) = Var(u_0) + t eta^2 sigma_G^2
+        return init_var + np.arange(int(steps) + 1) * lr**2 * grad_noise_std**2
     if lr * weight_decay == 1:  # r = 0: only the last noise step survives
         return np.concatenate([[init_var], np.full(int(steps), lr**2 * grad_noise_std**2)])
     func = _weight_decay_lambdified(closed_form())

@@ -38,6 +38,9 @@ __all__ = ["softmax_laplace_grid", "softmax_square_sum", "softmax_jacobian_squar
            "score_path"]
 
 
+_GRID_BUDGET = 1 << 27  # bytes of one (w, tau, z) block: large score spreads are done in column chunks
+
+
 def softmax_laplace_grid(tau: np.ndarray, powers) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
     """The quadrature behind the softmax moments: ``E prod_j e^(k_j s_j)/Z^m`` as an integral over ``u``.
 
@@ -59,9 +62,15 @@ def softmax_laplace_grid(tau: np.ndarray, powers) -> tuple[np.ndarray, np.ndarra
     w = np.linspace(-9.0 * t_max - 20.0, 9.0 * t_max + 4.0, int(800 + 150 * t_max))
     u = np.exp(w)
     growth = np.exp(tau[:, None] * z)  # (tau, z)
-    decay = np.exp(-u[:, None, None] * growth[None])  # (w, tau, z)
-    phi = decay @ wz  # (w, tau)
-    psi = [(decay * growth[None] ** k) @ wz for k in powers]  # (w, tau) each
+    phi = np.empty((len(w), len(tau)))
+    psi = [np.empty((len(w), len(tau))) for _ in powers]
+    chunk = max(1, _GRID_BUDGET // (len(w) * len(z) * 8))  # tau columns per (w, chunk, z) block
+    for start in range(0, len(tau), chunk):
+        part = slice(start, start + chunk)
+        decay = np.exp(-u[:, None, None] * growth[None, part])  # (w, chunk, z)
+        phi[:, part] = decay @ wz  # (w, chunk)
+        for out, k in zip(psi, powers):
+            out[:, part] = (decay * growth[None, part] ** k) @ wz  # (w, chunk)
     return w, u, phi, psi
 
 

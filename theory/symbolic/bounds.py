@@ -328,7 +328,7 @@ def p1_lns_growth():
     ``sqrt(l)`` gives ``(y_{l+1} - y_l)/(sqrt(l+1) - sqrt(l)) -> c`` for every
     ``K > 0``, so ``y_L/sqrt(L) -> c`` and ``sigma_L^2 ~ c^2 L``: Theta(L)
     (P1's lower bound, tight). Returns ``(ratio limit, leading term, class)``.
-    Source: derived here.
+    Source: derived here, docs/derivations.md#p1-lns-model.
 
     Examples
     --------

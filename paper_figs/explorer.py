@@ -1,0 +1,201 @@
+"""The explorer of ``notebooks/03_explorer.ipynb``: pick a setting, run the simulator live, see it beside the theory.
+
+:class:`Explorer` holds the widgets (ipywidgets, imported only when it is built) and draws
+on its own when shown, so Run All gives a plot; each press of *run* clears the old plot,
+shows a progress bar over the blocks, then the new plot and one line per theory curve.
+The metric menu offers only the metrics of the chosen block
+(:func:`simulate.metrics.metrics_of_block`). :func:`explorer_figure` draws one run; its
+title lists every field the explorer sets (:func:`setting_title`), so a screenshot says
+which setting it shows.
+"""
+
+from __future__ import annotations
+
+import time
+
+from paper_figs.notebook import progress_as_output
+from paper_figs.style import (Source, annotate_blowup, log_limits_from_lines, new_figure, place_legend, plot_mc_band,
+                              plot_theory, sources)
+from simulate.compare import compare, verdict_sentence
+from simulate.metrics import metrics_of_block
+
+__all__ = ["EXPLORER_FIELDS", "DEFAULTS", "setting_title", "build_setting", "explorer_figure", "run_setting",
+           "Explorer"]
+
+# The Setting fields the explorer's widgets set, in the order its title lists them.
+EXPLORER_FIELDS = ("scheme", "block", "depth", "width", "tokens", "heads", "kv_heads", "mask_density", "top_k",
+                   "experts", "input_std", "alignment")
+DEFAULTS = dict(scheme="pre", block="transformer", depth=32, width=64, tokens=16, group=1, mask_density=1.0,
+                top_k=2, input_std=1.0, alignment=0.0, metric="var", samples=16)
+HEADS = 4
+
+
+def build_setting(scheme, block, depth, width, tokens, group, mask_density, top_k, input_std, alignment):
+    """The Setting of the explorer's controls (``group`` = query heads per KV head); SettingError if invalid."""
+    from theory import Setting
+
+    return Setting(scheme=scheme, block=block, depth=depth, width=width, heads=HEADS, kv_heads=HEADS // group,
+                   mask_density=mask_density, top_k=top_k, tokens=tokens, input_std=input_std, alignment=alignment)
+
+
+def setting_title(setting, metric: str, samples: int, seed: int = 0) -> str:
+    """Two lines naming the metric and every explorer field of ``setting``, defaults included.
+
+    >>> from theory import Setting
+    >>> print(setting_title(Setting(depth=4), "var", 8))
+    metric=var  scheme=pre  block=transformer  depth=4  width=256  tokens=64
+    heads=4  kv_heads=4  mask_density=1  top_k=2  experts=8  input_std=1  alignment=0  samples=8  seed=0
+    """
+    def word(name):
+        value = setting.resolved_kv_heads if name == "kv_heads" else getattr(setting, name)
+        return f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
+
+    first = [f"metric={metric}"] + [word(n) for n in EXPLORER_FIELDS[:5]]
+    second = [word(n) for n in EXPLORER_FIELDS[5:]] + [f"samples={samples}", f"seed={seed}"]
+    return "  ".join(first) + "\n" + "  ".join(second)
+
+
+def run_setting(setting, metric: str, samples: int, *, progress: bool = False):
+    """One live simulation (no cache) of ``metric``: ``(table, blow-up layer or None)``."""
+    import simulate
+
+    try:
+        return simulate.simulate(setting, samples=samples, metrics=(metric,), device="cpu", progress=progress), None
+    except simulate.NumericalBlowUp as stop:
+        return stop.table, stop.layer
+
+
+def explorer_figure(setting, metric: str, table, prediction, blowup, samples: int, seed: int = 0):
+    """One run drawn over every theory curve of ``metric``: x from 0 to the depth, the whole setting in the title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, axes = new_figure(width=6.4, height=3.6)
+    ax = axes[0][0]
+    line = plot_mc_band(ax, table, metric, label="Monte Carlo")
+    if line is not None:
+        sources(fig).append(Source(line, metric, (setting,), mc={"samples": samples, "metrics": (metric,),
+                                                                  "seed": seed, "live": True}))
+    for index, (law, kind, drawn) in enumerate(plot_theory(ax, prediction, metric)):
+        drawn.set_color(f"C{index + 1}")
+        sources(fig).append(Source(drawn, metric, (setting,), law=law, kind=kind))
+    ax.set_xlim(0, setting.depth)
+    measured = table[table["metric"] == metric]["mean"].to_numpy(float)
+    if len(measured) and (measured > 0).all():
+        ax.set_yscale("log")  # past a blow-up the theory runs off the top: the limits follow the measurement
+        log_limits_from_lines(ax, ceiling=1e250 if blowup is None else 1e3 * measured.max())
+    annotate_blowup(ax, blowup)
+    ax.set(xlabel="layer l (block index; 0 = input)", ylabel=metric)
+    ax.set_title(setting_title(setting, metric, samples, seed), fontsize=7.5)
+    if ax.get_legend_handles_labels()[0]:
+        place_legend(ax)
+    return fig
+
+
+class Explorer:
+    """Widgets for a setting and a metric, a *run* button, a progress bar and the plot of the last run.
+
+    Parameters
+    ----------
+    **defaults
+        Initial values of the controls (keys of :data:`DEFAULTS`).
+
+    Attributes
+    ----------
+    figure : Figure or None
+        The last plot drawn. ``verdicts``: the rows of :func:`simulate.compare.compare` of the last run.
+    """
+
+    def __init__(self, **defaults):
+        import ipywidgets as widgets
+        import theory.setting
+
+        values = {**DEFAULTS, **defaults}
+        self.controls = dict(
+            scheme=widgets.Dropdown(options=theory.setting.SCHEMES, value=values["scheme"], description="scheme"),
+            block=widgets.Dropdown(options=theory.setting.BLOCKS, value=values["block"], description="block"),
+            depth=widgets.IntSlider(value=values["depth"], min=1, max=512, description="depth L",
+                                    continuous_update=False),
+            width=widgets.Dropdown(options=[16, 32, 64, 128, 256], value=values["width"], description="width d"),
+            tokens=widgets.Dropdown(options=[2, 4, 8, 16, 32, 64], value=values["tokens"], description="tokens T"),
+            group=widgets.Dropdown(options=[1, 2, 4], value=values["group"], description="GQA group"),
+            mask_density=widgets.FloatSlider(value=values["mask_density"], min=0.05, max=1.0, step=0.05,
+                                             description="mask rho", continuous_update=False),
+            top_k=widgets.IntSlider(value=values["top_k"], min=1, max=8, description="MoE top-k",
+                                    continuous_update=False),
+            input_std=widgets.FloatLogSlider(value=values["input_std"], base=10, min=-2, max=1,
+                                             description="input std", continuous_update=False),
+            alignment=widgets.FloatSlider(value=values["alignment"], min=0.0, max=3.0, step=0.1,
+                                          description="alignment a", continuous_update=False),
+            metric=widgets.Dropdown(options=metrics_of_block(values["block"]), value=values["metric"],
+                                    description="metric"),
+            samples=widgets.IntSlider(value=values["samples"], min=2, max=128, description="samples S",
+                                      continuous_update=False),
+        )
+        self.controls["block"].observe(self._block_changed, names="value")
+        self.button = widgets.Button(description="run", button_style="primary", icon="play")
+        self.button.on_click(lambda _: self.run())
+        self.status = widgets.HTML()
+        self.output = widgets.Output()
+        names = list(self.controls)
+        rows = [widgets.HBox([self.controls[n] for n in names[i:i + 3]]) for i in range(0, len(names), 3)]
+        self.box = widgets.VBox(rows + [widgets.HBox([self.button, self.status]), self.output])
+        self.figure, self.verdicts = None, []
+
+    def _block_changed(self, change) -> None:
+        """Offer only the metrics the new block has; keep the metric when it has it, else 'var'."""
+        menu = self.controls["metric"]
+        current = menu.value
+        menu.options = metrics_of_block(change["new"])
+        menu.value = current if current in menu.options else "var"
+
+    def values(self) -> dict:
+        """The controls' current values."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def run(self):
+        """Clear the old plot, simulate with a progress bar, draw, print one line per theory curve."""
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+        import theory
+
+        values = self.values()
+        metric, samples = values.pop("metric"), values.pop("samples")
+        self.output.clear_output()
+        self.figure, self.verdicts = None, []
+        try:
+            setting = build_setting(**values)
+        except theory.SettingError as error:
+            self.status.value = f"<b>not a valid setting:</b> {error}"
+            return None
+        self.status.value = (f"running {setting.depth} blocks x {samples} samples of {setting.scheme}/"
+                             f"{setting.block} ... (the bar below counts blocks)")
+        started = time.perf_counter()
+        with self.output:
+            with progress_as_output():
+                table, blowup = run_setting(setting, metric, samples, progress=True)
+            prediction = theory.predict(setting)
+            self.figure = explorer_figure(setting, metric, table, prediction, blowup, samples)
+            display(self.figure)
+            plt.close(self.figure)
+            print("setting: " + setting_title(setting, metric, samples).replace("\n", "  "))
+            curves = prediction[prediction["metric"] == metric]
+            for law in sorted(curves["law"].unique()):
+                rows = compare(law, "", table, curves[curves["law"] == law], blowup)
+                self.verdicts += rows
+                for row in rows:
+                    print(f"{law}: {verdict_sentence(row)}")
+            if curves.empty:
+                print(f"theory.predict has no curve of {metric} for this setting")
+        self.status.value = (f"done in {time.perf_counter() - started:.1f} s; change the settings and press "
+                             "<b>run</b> again")
+        return table
+
+    def show(self):
+        """Display the widgets and draw the current setting once (so Run All shows a plot)."""
+        from IPython.display import display
+
+        display(self.box)
+        return self.run()

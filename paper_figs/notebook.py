@@ -1,0 +1,169 @@
+"""What the notebooks share, imported rather than copied into a cell: size modes, progress, verdict tables.
+
+Each notebook runs at one of three sizes (:func:`notebook_mode`): ``quick`` under the tests
+(``QUICK=1``: seconds), ``default`` when a researcher opens it (minutes on two cores) and
+``full`` (the paper-size runs) when the notebook's ``FULL = True`` switch or ``FULL=1`` in
+the environment asks for it. Long loops go through :func:`progress`; a law is put beside a
+measurement with :func:`verdict_table`, which adds the worst layer and its ``|z|`` to the
+rows of :func:`simulate.compare.compare` and says what curve was compared.
+
+>>> pick("default", quick=1, default=2, full=3)
+2
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from simulate.compare import COLUMNS, compare, describe_curve, describe_setting, run_monte_carlo
+
+__all__ = ["MODES", "notebook_mode", "pick", "progress", "progress_as_output", "setup_display", "verdict_table",
+           "worst_layer", "knob_table", "at_layer", "law_at"]
+
+MODES = ("quick", "default", "full")
+
+
+def notebook_mode(full: bool = False) -> str:
+    """``'quick'`` when ``QUICK=1`` (the tests), ``'full'`` when ``full`` or ``FULL=1``, else ``'default'``.
+
+    >>> notebook_mode(full=True) in ("quick", "full")
+    True
+    """
+    if os.environ.get("QUICK") == "1":
+        return "quick"
+    return "full" if full or os.environ.get("FULL") == "1" else "default"
+
+
+def pick(mode: str, *, quick, default, full):
+    """The value for ``mode`` (one of :data:`MODES`)."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} is not allowed: one of {', '.join(MODES)}")
+    return {"quick": quick, "default": default, "full": full}[mode]
+
+
+def progress(iterable, desc: str, total: int | None = None):
+    """A progress bar over a long loop (a widget in Jupyter, text elsewhere)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc, total=total, leave=False)
+
+
+def progress_as_output():
+    """A context in which text progress bars (tqdm on stderr: the simulator's, verify's) print as plain output.
+
+    Jupyter shows stderr as an error stream; a bar there looks like a failure.
+    """
+    import contextlib
+    import sys
+
+    return contextlib.redirect_stderr(sys.stdout)
+
+
+def setup_display() -> None:
+    """Wide pandas tables, as the notebooks print them."""
+    pd.set_option("display.width", 170)
+    pd.set_option("display.max_columns", 20)
+    pd.set_option("display.max_colwidth", 70)
+
+
+def worst_layer(measured: pd.DataFrame, curve: pd.DataFrame) -> tuple[int, float]:
+    """The layer >= 1 where ``z = (measured - predicted)/sem`` is largest in magnitude, and that ``|z|``.
+
+    ``curve`` holds the rows of one law, metric and kind of ``theory.predict``; for an upper
+    (lower) bound the worst layer is where the measurement is furthest above (below) it.
+
+    >>> m = pd.DataFrame({"layer": [1, 2], "metric": "var", "mean": [1.0, 3.0], "sem": [0.5, 0.5]})
+    >>> c = pd.DataFrame({"layer": [1, 2], "metric": "var", "kind": "exact", "value": [1.0, 2.0]})
+    >>> worst_layer(m, c)
+    (2, 2.0)
+    """
+    both = curve.merge(measured, on=["layer", "metric"], how="inner")
+    both = both[(both["layer"] >= 1) & (both["sem"] > 0) & np.isfinite(both["value"]) & np.isfinite(both["mean"])]
+    if both.empty:
+        return -1, float("nan")
+    z = ((both["mean"] - both["value"]) / both["sem"]).to_numpy(float)  # (n,)
+    kind = both["kind"].iloc[0]
+    score = z if kind == "upper" else -z if kind == "lower" else np.abs(z)
+    worst = int(np.argmax(score))
+    return int(both["layer"].iloc[worst]), float(abs(z[worst]))
+
+
+def verdict_table(table: pd.DataFrame, prediction: pd.DataFrame, law: str, label: str = "",
+                  metric: str | None = None) -> pd.DataFrame:
+    """The comparison rows of one law against a measured table, with what was compared and the worst layer.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The simulator's table.
+    prediction : DataFrame
+        ``theory.predict`` of the same setting.
+    metric : str, optional
+        Only this metric (default: every measured metric the law predicts).
+
+    Returns
+    -------
+    DataFrame
+        :data:`simulate.compare.COLUMNS` plus ``compared`` (in words), ``worst layer`` and ``worst |z|``.
+    """
+    curve = prediction[(prediction["law"] == law) & prediction["metric"].isin(table["metric"].unique())]
+    if metric is not None:
+        curve = curve[curve["metric"] == metric]
+    rows = pd.DataFrame(compare(law, label, table, curve), columns=COLUMNS)
+    worst = [worst_layer(table, curve[(curve["metric"] == r.metric) & (curve["kind"] == r.kind)])
+             for r in rows.itertuples(index=False)]
+    rows["compared"] = [describe_curve(r.id, r.kind) for r in rows.itertuples(index=False)]
+    rows["worst layer"] = [layer for layer, _ in worst]
+    rows["worst |z|"] = [z for _, z in worst]
+    return rows
+
+
+def at_layer(frame: pd.DataFrame, metric: str, layer: int, column: str) -> float:
+    """One value of a long table (measured: ``column`` 'mean', 'sem', ...), NaN when absent."""
+    rows = frame[(frame["metric"] == metric) & (frame["layer"] == layer)]
+    return float(rows[column].iloc[0]) if len(rows) else float("nan")
+
+
+def law_at(prediction: pd.DataFrame, law: str, metric: str, layer: int) -> float:
+    """One predicted value of ``law`` (NaN when ``theory.predict`` has none at that layer)."""
+    rows = prediction[(prediction["law"] == law) & (prediction["metric"] == metric) & (prediction["layer"] == layer)]
+    return float(rows["value"].iloc[0]) if len(rows) else float("nan")
+
+
+def knob_table(settings, xs, metric: str, layer, laws, *, samples: int):
+    """Measured and predicted ``metric`` at ``layer`` for settings that differ in one knob, and their verdicts.
+
+    Parameters
+    ----------
+    settings, xs : sequences of equal length
+        The settings and the knob value each stands for.
+    layer : int or None
+        The layer read off (None: each setting's last; a blow-up before it: the last measured).
+    laws : sequence of str
+        Law ids of ``theory.predict`` to put beside the measurement (one column each).
+
+    Returns
+    -------
+    (DataFrame, list of dict)
+        Columns ``x, measured, mc_sem, blow-up layer`` and one per law; the
+        :func:`simulate.compare.compare` rows of each law at that layer.
+    """
+    from paper_figs.style import predict
+
+    rows, verdicts = [], []
+    for setting, x in zip(settings, xs):
+        table, blowup = run_monte_carlo(setting, samples=samples, metrics=(metric,))
+        prediction = predict(setting)
+        at = min(layer or setting.depth, int(table["layer"].max()))
+        row = {"x": x, "measured": at_layer(table, metric, at, "mean"), "mc_sem": at_layer(table, metric, at, "sem"),
+               "blow-up layer": blowup}
+        for law in laws:
+            row[law] = law_at(prediction, law, metric, at)
+            curve = prediction[(prediction["law"] == law) & (prediction["metric"] == metric)
+                               & (prediction["layer"] == at)]
+            verdicts += compare(law, describe_setting(setting), table[table["layer"].isin([0, at])], curve, blowup)
+        rows.append(row)
+    return pd.DataFrame(rows), verdicts

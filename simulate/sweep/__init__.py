@@ -1,0 +1,25 @@
+"""Sweeps: a grid of Settings x seeds x task, one Parquet file per point, resumable, a summary.
+
+``python -m simulate sweep SPEC.toml --out DIR [--engine local|ray]`` (:mod:`simulate.sweep.cli`).
+The modules, one idea each: :mod:`~simulate.sweep.spec` (parse, validate, expand, config
+hash), :mod:`~simulate.sweep.tasks` (what a point of each task does),
+:mod:`~simulate.sweep.headline` (final values, growth exponent), :mod:`~simulate.sweep.store`
+(the files), :mod:`~simulate.sweep.engines` (inline, process pool, Ray),
+:mod:`~simulate.sweep.runner` (skip what is done, run the rest, rebuild the summary),
+:mod:`~simulate.sweep.plot` (a summary as a picture), :mod:`~simulate.sweep.bench` (engine speed).
+
+From Python::
+
+    from simulate.sweep import load_spec, run_sweep, read_summary
+    report = run_sweep(load_spec("examples/depth_by_scheme.toml"), "sweeps/demo")
+    summary = read_summary("sweeps/demo")
+"""
+
+from __future__ import annotations
+
+from simulate.sweep.runner import SweepReport, run_sweep
+from simulate.sweep.spec import Point, SpecError, Sweep, load_spec, parse_spec, read_spec
+from simulate.sweep.store import read_point, read_summary
+
+__all__ = ["read_spec", "load_spec", "parse_spec", "run_sweep", "read_summary", "read_point", "Point", "Sweep",
+           "SpecError", "SweepReport"]

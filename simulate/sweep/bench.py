@@ -1,0 +1,132 @@
+"""``python -m simulate sweep --bench [--workers N] [--out DIR]``: how fast the engines are.
+
+Two numbers (a benchmark, not a timed test):
+
+- **local speed-up**: 16 Monte-Carlo points of the size of a full paper figure's
+  (LLaMA blocks, d = 128, L = 128, T = 32, S = 32, LLaMA-130M's alpha; a few CPU seconds
+  each) one after another in this process, once with one torch thread and once with a
+  thread per core, then on the local engine (``workers`` processes, this one included,
+  ``cores // workers`` threads each, pool start-up included: each spawned worker imports
+  theory and torch, about 5 CPU seconds); the speed-up is against the faster of the two
+  serial runs. On a shared machine the wall-clock ratio measures the other load as much
+  as the engine, so the CPU times give a second figure, ``idle_speedup``
+  (:func:`sweep_speed`).
+- **Ray per-point overhead**: a local Ray of ``workers`` CPUs, warmed up (its workers
+  started and their imports done), runs ``RAY_POINTS`` trivial points (``predict`` of a
+  two-block linear stack, milliseconds each); wall time / points. Skipped without Ray.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from simulate.sweep import engines
+from simulate.sweep.spec import parse_spec
+from theory.cli import atomic_write, output_path
+
+__all__ = ["MC_SPEC", "RAY_POINTS", "sweep_speed", "ray_overhead", "main"]
+
+MC_SPEC = {"task": "run", "name": "bench", "seeds": 4,
+           "setting": {"preset": "llama", "width": 128, "heads": 4, "tokens": 32, "depth": 128,
+                       "init_std": 0.049},
+           "axes": {"scheme": ["pre", "lns", "deepnorm", "scaled-init"]},
+           "options": {"samples": 32, "device": "cpu"}}
+RAY_POINTS = 40
+
+
+def _timed_run(run) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process and of its reaped children) of running ``run`` out."""
+    import resource
+
+    def cpu() -> float:
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    started, cpu_started = time.perf_counter(), cpu()
+    for _ in run:
+        pass
+    return time.perf_counter() - started, cpu() - cpu_started
+
+
+def sweep_speed(workers: int | None = None) -> dict:
+    """Wall (and CPU) times of the 16 points serially and on the local engine, and their ratio.
+
+    ``idle_speedup`` is what the CPU times imply on otherwise idle cores: the serial CPU
+    time over the local engine's CPU time (the spawned workers' start-up included) shared
+    by the ``workers`` processes (the driver is one of them). On a shared, loaded machine
+    the wall-clock ``speedup`` says more about the other load than about the engine.
+    """
+    import torch
+
+    cores = engines.available_cores()
+    workers = workers or cores
+    points = parse_spec(MC_SPEC).points  # (16,)
+    threads, serial, serial_cpu = torch.get_num_threads(), {}, {}
+    load = os.getloadavg()[0]
+    try:
+        for count in sorted({1, cores}):
+            torch.set_num_threads(count)
+            with tempfile.TemporaryDirectory() as serial_dir:
+                serial[count], serial_cpu[count] = _timed_run(engines.run_inline(points, Path(serial_dir)))
+    finally:
+        torch.set_num_threads(threads)
+    with tempfile.TemporaryDirectory() as local_dir:
+        local, local_cpu = _timed_run(engines.run_local(points, Path(local_dir), workers))
+    best = min(serial, key=serial.get)
+    return {"points": len(points), "cores": cores, "workers": workers, "load_average": load,
+            "serial_1_thread_s": serial[1], f"serial_{cores}_threads_s": serial[cores], "serial_s": serial[best],
+            "local_s": local, "speedup": serial[best] / local, "serial_cpu_s": serial_cpu[1], "local_cpu_s": local_cpu,
+            "idle_speedup": serial_cpu[1] / (local_cpu / workers)}
+
+
+def ray_overhead(workers: int | None = None, points: int = RAY_POINTS) -> dict:
+    """Per-point wall time of ``points`` trivial points on a warmed-up local Ray (NaN without Ray)."""
+    try:
+        import ray
+    except ImportError:
+        return {"ray_points": 0, "ray_s": float("nan"), "ray_per_point_s": float("nan")}
+    workers = workers or engines.available_cores()
+    spec = {"task": "predict", "setting": {"block": "linear", "width": 8, "tokens": 2, "depth": 2},
+            "axes": {"input_std": [1.0 + i / 1000 for i in range(points + workers)]}}
+    all_points = parse_spec(spec).points
+    warm, timed = all_points[:workers], all_points[workers:]
+    try:
+        ray.init(num_cpus=workers, include_dashboard=False, logging_level="error", log_to_driver=False)
+    except Exception as error:  # noqa: BLE001 - a local Ray that cannot start (an overloaded machine) is reported
+        return {"ray_points": 0, "ray_s": float("nan"), "ray_per_point_s": float("nan"),
+                "ray_error": " ".join(str(error).split())}
+    try:
+        with tempfile.TemporaryDirectory() as out:
+            _timed_run(engines.run_ray(warm, Path(out), None, workers))  # start the workers, do their imports
+            seconds, _ = _timed_run(engines.run_ray(timed, Path(out), None, workers))
+    finally:
+        ray.shutdown()
+    return {"ray_points": len(timed), "ray_s": seconds, "ray_per_point_s": seconds / len(timed)}
+
+
+def main(args) -> int:
+    """Print (and with ``--out``, write ``DIR/bench.csv``) the engine numbers."""
+    out = output_path("python -m simulate sweep --bench", args.out, directory=True) if args.out else None
+    row = sweep_speed(args.workers)
+    many = row[f"serial_{row['cores']}_threads_s"]
+    print(f"local engine: {row['points']} Monte-Carlo points in {row['local_s']:.2f} s on {row['workers']} workers "
+          f"vs {row['serial_s']:.2f} s one after another (1 thread {row['serial_1_thread_s']:.2f} s, "
+          f"{row['cores']} threads {many:.2f} s): {row['speedup']:.2f}x at load average {row['load_average']:.1f}; "
+          f"CPU {row['local_cpu_s']:.1f} s vs {row['serial_cpu_s']:.1f} s serial (start-up of the "
+          f"{row['workers'] - 1} spawned workers {row['local_cpu_s'] - row['serial_cpu_s']:.1f} s): "
+          f"{row['idle_speedup']:.2f}x on idle cores", flush=True)
+    row.update(ray_overhead(args.workers))
+    if "ray_error" in row:
+        print(f"ray engine: not measured, a local Ray did not start: {row['ray_error']}")
+    else:
+        print(f"ray engine: {row['ray_per_point_s']:.3f} s per point over {row['ray_points']} trivial points "
+              f"({row['ray_s']:.2f} s, local Ray of {row['workers']} CPUs, warmed up)")
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / "bench.csv", lambda temp: pd.DataFrame([row]).to_csv(temp, index=False))
+    return 0

@@ -1,0 +1,124 @@
+"""``python -m simulate sweep SPEC.toml --out DIR [--engine local|ray] [--address ADDR] [--workers N]``.
+
+Validates the whole spec first (a bad field: one line naming the point and the field,
+exit 2, nothing written), then runs the points that have no file in ``DIR`` yet and
+rebuilds ``DIR/summary.csv``. An interrupt (SIGINT, SIGTERM; :mod:`simulate.interrupts`)
+keeps the finished points, prints one line (``interrupted by SIGINT after K of N points;
+...; re-run the same command to finish``) and exits with 130 (143 for SIGTERM). ``--bench`` measures the engines instead
+(:func:`simulate.sweep.bench.sweep_speed`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from theory.cli import CliParser, fail, output_path
+
+__all__ = ["build_parser", "main"]
+
+PROG = "python -m simulate sweep"
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+_positive_int.__name__ = "positive integer"
+
+
+def build_parser() -> CliParser:
+    """The ``sweep`` parser."""
+    parser = CliParser(prog=PROG, description="Run a grid of settings x seeds x task, one result file per point "
+                       "(resumable), and DIR/summary.csv. Spec format: README, section Sweeps.")
+    parser.add_argument("spec", nargs="?", metavar="SPEC.toml", help="the sweep spec (TOML)")
+    parser.add_argument("--out", metavar="DIR", help="the sweep's directory: DIR/points/*.parquet, DIR/summary.csv")
+    parser.add_argument("--engine", default="local", choices=("local", "ray"),
+                        help="local: a process pool on this machine (default); ray: a Ray cluster")
+    parser.add_argument("--address", default=None, metavar="HOST:PORT",
+                        help="Ray cluster address HOST:6379 (engine ray; default: start a local Ray)")
+    parser.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                        help="local processes, or a local Ray's CPUs (default: the cores)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                        help="a progress bar over points on stderr, when it is a terminal (default on)")
+    parser.add_argument("--retry-failed", action="store_true", help="run failed points again")
+    parser.add_argument("--bench", action="store_true",
+                        help="measure the engines (16 Monte-Carlo points serial vs local; Ray per-point overhead)")
+    return parser
+
+
+def _check_engine(args, sweep) -> None:
+    if args.address is not None and args.engine != "ray":
+        fail(PROG, "--address is for --engine ray")
+    if args.engine == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            fail(PROG, "--engine ray needs Ray: pip install -e \".[ray]\"")
+        return
+    from simulate.sweep.tasks import TASKS
+
+    if any(TASKS[p.task].needs_gpu(p.options) for p in sweep.points):
+        import torch
+
+        if not torch.cuda.is_available():
+            fail(PROG, "options: device='cuda' is not allowed: CUDA is not available here (use cpu or auto, "
+                       "or --engine ray on a cluster with GPUs)")
+
+
+def _sweep(args) -> int:
+    from pathlib import Path
+
+    from simulate.interrupts import exit_code, handle_signals, interrupted_line, signal_of
+    from simulate.sweep.engines import EngineError, WorkerDied
+    from simulate.sweep.runner import SweepBusy, run_sweep
+    from simulate.sweep.spec import SpecError, load_spec
+    from simulate.sweep.store import read_summary
+
+    if args.spec is None or args.out is None:
+        fail(PROG, "a spec and --out DIR are needed (see --help)")
+    try:
+        sweep = load_spec(args.spec)
+    except SpecError as error:
+        fail(PROG, str(error))
+    _check_engine(args, sweep)
+    out = output_path(PROG, args.out, directory=True)
+    try:
+        with handle_signals():
+            report = run_sweep(sweep, out, engine=args.engine, workers=args.workers, address=args.address,
+                               progress=args.progress, retry_failed=args.retry_failed,
+                               spec_text=Path(args.spec).read_text())
+    except (KeyboardInterrupt, WorkerDied) as error:
+        report = getattr(error, "report", None)
+        where = f"after {report.on_disk} of {report.total} points" if report else "before any point finished"
+        kept, resume = f"the finished points are kept in {out}", "re-run the same command to finish"
+        if isinstance(error, WorkerDied):
+            print(f"{PROG}: {error}: stopped {where}; {kept}; {resume}", file=sys.stderr)
+            return 1
+        print(interrupted_line(PROG, signal_of(error), where, kept, resume), file=sys.stderr)
+        return exit_code(error)
+    except SweepBusy as error:
+        fail(PROG, str(error))
+    except EngineError as error:
+        fail(PROG, f"{error}; the points done so far are kept in {out}", code=1)
+    failed = int((read_summary(out).status == "failed").sum())
+    print(f"sweep {sweep.name}: {report.total} points ({report.skipped} done before, {report.ran} run now, "
+          f"{failed} failed) in {report.seconds:.1f} s on {args.engine} -> {report.summary}")
+    if report.lost:
+        print(f"{PROG}: {len(report.lost)} points lost with their worker or node; re-run the same command to "
+              "retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``sweep`` command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    if args.bench:
+        from simulate.sweep.bench import main as bench_main
+
+        return bench_main(args)
+    return _sweep(args)

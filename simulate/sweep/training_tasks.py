@@ -1,0 +1,151 @@
+"""The ``train`` and ``scores`` sweep tasks, through :mod:`simulate.training` and :mod:`simulate.scores`.
+
+``train``
+    :class:`simulate.training.Trainer` of the point's Setting with the point's seed, in a
+    temporary directory (the sweep's Parquet is the record). Options are those of
+    ``python -m simulate train``: ``steps`` (300), ``batch`` (16), ``warmup`` (steps/10
+    when left out), ``data`` ("docs"), ``log_every`` (50), ``clip`` (0), ``probe_batch``
+    (= batch when left out), ``moe_lns_top_k`` (false), ``precision`` (auto), ``device``
+    (auto). The table: ``loss.csv``'s rows (``table = "loss"``: step, split, loss) and the
+    last step's ``train_layers.csv`` rows (``table = "layers"``). Headline: ``final_train_loss``,
+    ``final_val_loss`` and, from the last probe, ``final_var`` and the growth exponent of
+    var (:mod:`simulate.sweep.headline`). A NaN loss fails the point, keeping the logs.
+``scores``
+    The same training, then :func:`simulate.scores.score_run` of its model (``at_init =
+    true``: of the model at step 0): extra options ``scores`` (score names or groups, default
+    ["prune", "angular"]), ``sequences`` (64), ``at_init`` (false). The table is
+    ``scores.csv`` (layer, score, value, sem, n); headline ``final_val_loss`` and
+    ``mean_<score>`` (the mean over blocks of each score).
+
+>>> check_train_options({"steps": 20})["warmup"] is None
+True
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from simulate.sweep.headline import measured_headline
+from simulate.sweep.outcome import ROOT, Outcome, PointFailed, merge_options, source_digest
+
+__all__ = ["TRAIN_DEFAULTS", "SCORES_DEFAULTS", "check_train_options", "check_scores_options", "check_train_setting",
+           "run_train", "run_scores", "train_version", "scores_version"]
+
+TRAIN_DEFAULTS = {"steps": 300, "batch": 16, "warmup": None, "data": "docs", "log_every": 50, "clip": 0.0,
+                  "probe_batch": None, "moe_lns_top_k": False, "precision": "auto", "device": "auto"}
+SCORES_DEFAULTS = {**TRAIN_DEFAULTS, "scores": ["prune", "angular"], "sequences": 64, "at_init": False}
+
+
+def _train_config(options: dict, seed: int = 0):
+    from simulate.training import TrainConfig
+
+    names = [k for k in TRAIN_DEFAULTS if k != "device"]
+    return TrainConfig(seed=seed, **{k: options[k] for k in names})
+
+
+def check_train_options(options: dict, task: str = "train", defaults: dict = TRAIN_DEFAULTS) -> dict:
+    """Defaults filled in and checked as ``python -m simulate train`` checks its flags (ValueError)."""
+    merged = merge_options(options, defaults, task)
+    if merged["device"] not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"device={merged['device']!r} is not allowed: one of auto, cpu, cuda")
+    _train_config(merged)
+    if merged["precision"] == "tf32" and merged["device"] == "cpu":
+        raise ValueError("precision='tf32' is not allowed on the CPU: auto, highest or bf16")
+    return merged
+
+
+def check_scores_options(options: dict) -> dict:
+    """:func:`check_train_options` plus the scores' own (``scores``, ``sequences``, ``at_init``)."""
+    from simulate.scores.compute import parse_scores
+
+    merged = check_train_options(options, "scores", SCORES_DEFAULTS)
+    merged["scores"] = list(parse_scores(merged["scores"]))
+    sequences = merged["sequences"]
+    if isinstance(sequences, bool) or not isinstance(sequences, int) or sequences < 2:
+        raise ValueError(f"sequences={sequences!r} is not allowed: an integer >= 2")
+    if not isinstance(merged["at_init"], bool):
+        raise ValueError(f"at_init={merged['at_init']!r} is not allowed: true or false")
+    return merged
+
+
+def check_train_setting(setting, options: dict) -> None:
+    """A language model must be causal; the corpus must hold a window of ``tokens`` bytes."""
+    from simulate.training import load_corpus
+
+    if not setting.causal:
+        raise ValueError("causal=False is not allowed in train: a language model must not see the bytes it predicts")
+    load_corpus(options["data"], setting.tokens)  # DataError (a ValueError) names the data
+
+
+def _train(point, out: Path):
+    """Train the point into ``out``; returns (loss table, last layers table, failure message or None)."""
+    from simulate.stack import resolve_device
+    from simulate.training import Trainer, load_corpus
+    from simulate.training.loop import LossNotFinite
+
+    options = point.options
+    config = _train_config(options, point.seed)
+    device = resolve_device(options["device"])
+    trainer = Trainer(point.setting, config, load_corpus(config.data, point.setting.tokens), device, out)
+    failure = None
+    try:
+        trainer.run()
+    except LossNotFinite as error:
+        failure = str(error)
+    loss = pd.read_csv(out / "loss.csv")
+    layers = pd.read_csv(out / "train_layers.csv")
+    return loss, layers[layers.step == layers.step.max()], failure, device.type
+
+
+def _train_headline(loss: pd.DataFrame, layers: pd.DataFrame, depth: int) -> dict:
+    row = {}
+    for split in ("train", "val"):
+        values = loss[loss.split == split].sort_values("step")["loss"]
+        row[f"final_{split}_loss"] = float(values.iloc[-1]) if len(values) else math.nan
+    var = measured_headline(layers[layers.metric == "var"], depth)
+    row.update({k: v for k, v in var.items() if k.startswith(("final_var", "growth_"))})
+    return row
+
+
+def run_train(point):
+    """Train one point; its table and headline (module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="sweep-train-") as out:
+        loss, layers, failure, device = _train(point, Path(out))
+    table = pd.concat([loss.assign(table="loss"), layers.assign(table="layers")], ignore_index=True)
+    headline = _train_headline(loss, layers, point.setting.depth)
+    if failure is not None:
+        raise PointFailed(failure, table, headline, device)
+    return Outcome(table, headline, device)
+
+
+def run_scores(point):
+    """Train one point, then score its model; table scores.csv, headline (module docstring)."""
+    from simulate.scores import ScoreOptions, score_run
+    options = point.options
+    with tempfile.TemporaryDirectory(prefix="sweep-scores-") as out:
+        loss, layers, failure, device = _train(point, Path(out))
+        headline = _train_headline(loss, layers, point.setting.depth)
+        if failure is not None:
+            raise PointFailed(failure, loss, headline, device)
+        scores, _, _ = score_run(out, tuple(options["scores"]), ScoreOptions(sequences=options["sequences"]),
+                                 at_init=options["at_init"], device=device)
+    for name, rows in scores.groupby("score", sort=False):
+        headline[f"mean_{name}"] = float(rows["value"].mean())
+    return Outcome(scores, headline, device)
+
+
+def train_version() -> str:
+    """The trainer's code version (:func:`simulate.training.loop.code_version`)."""
+    from simulate.training.loop import code_version
+
+    return code_version()
+
+
+def scores_version() -> str:
+    """The trainer's code version and the digest of :mod:`simulate.scores`' sources."""
+    names = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "simulate" / "scores").glob("*.py"))
+    return train_version() + source_digest(names)

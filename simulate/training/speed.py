@@ -1,0 +1,147 @@
+"""``python -m simulate bench --train``: the trainer with its statistics against a plain training loop.
+
+The baseline is a plain PyTorch loop over the same model (:class:`CausalLM`, fused
+``scaled_dot_product_attention``), the same optimiser (:func:`make_optimizer`), schedule
+and batches, with nothing measured. The trainer (:class:`Trainer`) runs the same steps
+with every statistic at ``--log-every 50`` and no checkpoints inside the loop. Both are
+warmed up first (the first forward-mode JVP loads torch's decompositions once per
+process, seconds). Each row of ``DIR/bench_train.csv`` (written atomically):
+
+========================  ========================================================
+setting                   width, depth, tokens, batch, steps, log_every
+device                    cpu or cuda
+plain_tokens_per_s        training tokens per wall-clock second of the plain loop
+trainer_tokens_per_s      the same for the trainer with statistics (end to end)
+overhead                  trainer wall seconds / plain wall seconds - 1: the extra
+                          time, end to end (the logged steps 0, log_every, ...,
+                          steps, the final forward/backward of step ``steps``, the
+                          final files)
+plain_tokens_per_cpu_s    training tokens per process CPU second (all threads): on
+trainer_tokens_per_cpu_s  a shared machine closer to an idle machine's rate
+cpu_overhead              trainer CPU seconds / plain CPU seconds - 1
+probe_s                   CPU seconds of one logged step's statistics (probe, JVPs,
+                          norms)
+steady_overhead           probe_s / (log_every x plain CPU seconds per step): the
+                          extra time per ``log_every`` steps of a long run
+========================  ========================================================
+
+Nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from simulate.training.data import load_corpus, train_batch
+from simulate.training.loop import Trainer, TrainConfig, learning_rate, make_optimizer
+from simulate.training.model import CausalLM
+from simulate.training.probes import lm_loss
+from theory.cli import atomic_write
+from theory.setting import Setting
+
+__all__ = ["BENCH_COLUMNS", "bench_settings", "plain_loop_seconds", "trainer_seconds", "bench_train",
+           "run_train_bench"]
+
+BENCH_COLUMNS = ["setting", "device", "plain_tokens_per_s", "trainer_tokens_per_s", "overhead",
+                 "plain_tokens_per_cpu_s", "trainer_tokens_per_cpu_s", "cpu_overhead", "probe_s", "steady_overhead"]
+
+
+def bench_settings(quick: bool) -> list[tuple[Setting, TrainConfig]]:
+    """The row: LLaMA d=128, L=12, T=128, batch 16, 50 steps, statistics every 50 (``quick``: seconds)."""
+    if quick:
+        return [(Setting.preset("llama", width=32, depth=2, heads=2, tokens=16),
+                 TrainConfig(steps=10, batch=4, log_every=5, checkpoint_every=11))]
+    return [(Setting.preset("llama", width=128, depth=12, heads=4, tokens=128),
+             TrainConfig(steps=50, batch=16, log_every=50, checkpoint_every=51))]
+
+
+class _Clock:
+    """Wall-clock and process CPU seconds of a block (device synchronised)."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def __enter__(self):
+        _sync(self.device)
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _sync(self.device)
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def plain_loop_seconds(setting: Setting, config: TrainConfig, corpus, device: torch.device) -> _Clock:
+    """Seconds of ``config.steps`` plain training steps (same model, optimiser, schedule, batches)."""
+    model = CausalLM(setting, seed=config.seed).to(device)
+    optimizer = make_optimizer(model, setting)
+    with _Clock(device) as clock:
+        for step in range(config.steps):
+            x, y = (t.to(device) for t in train_batch(corpus, config.batch, setting.tokens, config.seed, step))
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                logits = model(x).logits
+            lm_loss(logits, y).backward()
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step + 1, config.steps, config.resolved_warmup, setting.lr)
+            optimizer.step()
+    return clock
+
+
+def trainer_seconds(setting: Setting, config: TrainConfig, corpus, device: torch.device) -> tuple[_Clock, float]:
+    """(seconds of the trainer's run, CPU seconds of one logged step's statistics), in a temporary directory."""
+    with tempfile.TemporaryDirectory() as temp:
+        trainer = Trainer(setting, config, corpus, device, Path(temp))
+        with _Clock(device) as logged:
+            trainer._measure(0)
+            trainer._forward_backward(0, logged=True)
+        with _Clock(device) as plain:
+            trainer._forward_backward(0, logged=False)
+        trainer = Trainer(setting, config, corpus, device, Path(temp))
+        with _Clock(device) as clock:
+            trainer.run()
+        return clock, max(logged.cpu - plain.cpu, 0.0)
+
+
+def bench_train(device: torch.device, quick: bool = False) -> pd.DataFrame:
+    """The bench rows (module docstring)."""
+    rows = []
+    for setting, config in bench_settings(quick):
+        corpus = load_corpus("docs", setting.tokens)
+        warm = TrainConfig(steps=2, batch=2, log_every=1, checkpoint_every=3)
+        trainer_seconds(setting.replace(depth=1), warm, corpus, device)  # one-time JVP decompositions
+        plain = plain_loop_seconds(setting, config, corpus, device)
+        ours, probe = trainer_seconds(setting, config, corpus, device)
+        tokens = config.steps * config.batch * setting.tokens
+        rows.append({"setting": f"llama d={setting.width} L={setting.depth} T={setting.tokens} B={config.batch} "
+                                f"steps={config.steps} log_every={config.log_every}",
+                     "device": device.type, "plain_tokens_per_s": tokens / plain.wall,
+                     "trainer_tokens_per_s": tokens / ours.wall, "overhead": ours.wall / plain.wall - 1.0,
+                     "plain_tokens_per_cpu_s": tokens / plain.cpu, "trainer_tokens_per_cpu_s": tokens / ours.cpu,
+                     "cpu_overhead": ours.cpu / plain.cpu - 1.0, "probe_s": probe,
+                     "steady_overhead": probe / (config.log_every * plain.cpu / config.steps)})
+    return pd.DataFrame(rows, columns=BENCH_COLUMNS)
+
+
+def run_train_bench(out: Path, device: torch.device, quick: bool, threads: int | None = None) -> int:
+    """``bench --train``: the rows into ``out/bench_train.csv`` (atomically) and printed; returns 0."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    table = bench_train(device, quick)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    atomic_write(Path(out) / "bench_train.csv", lambda temp: table.to_csv(temp, index=False))
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(f"device {device.type}, {torch.get_num_threads()} CPU threads")
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"wrote {Path(out) / 'bench_train.csv'}")
+    return 0

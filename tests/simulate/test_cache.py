@@ -1,0 +1,150 @@
+"""Caches and result files that cannot lie: format version, checksum, recomputation, concurrent fills."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simulate.cache import FORMAT_VERSION, CorruptRun, cached_simulate, load_run, save_run
+from simulate.tables import COLUMNS
+from theory import Setting
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTING = Setting(block="linear", scheme="pre", depth=3, width=8, heads=2, tokens=2)
+MC = dict(samples=2, seed=5, metrics="var,angular", dtype="float64")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A cache of this test's own."""
+    monkeypatch.setenv("DEPTH_WORKBENCH_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted(path for path in cache.iterdir()) if cache.exists() else []
+
+
+def _warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "simulate.cache" and r.levelno == logging.WARNING]
+
+
+def test_a_run_directory_records_its_format_and_the_checksum_of_its_table(tmp_path):
+    table = pd.DataFrame([[0, "var", 1.0, 0.1, 0.8, 1.2, 4], [1, "var", 2.0, 0.2, 1.6, 2.4, 4]], columns=COLUMNS)
+    run = save_run(tmp_path / "run", {"note": "x"}, table)
+    config = json.loads((run / "config.json").read_text())
+    assert config["format_version"] == FORMAT_VERSION and len(config["layers_sha256"]) == 64
+    assert load_run(run)[1].equals(table)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip a digit", "no config", "older format", "bad json"])
+def test_load_run_refuses_a_damaged_directory(tmp_path, damage):
+    table = pd.DataFrame([[0, "var", 1.0, 0.1, 0.8, 1.2, 4], [1, "var", 2.0, 0.2, 1.6, 2.4, 4]], columns=COLUMNS)
+    run = save_run(tmp_path / "run", {}, table)
+    layers, config = run / "layers.csv", run / "config.json"
+    if damage == "truncate":
+        layers.write_bytes(layers.read_bytes()[:-9])
+    elif damage == "flip a digit":
+        layers.write_text(layers.read_text().replace("2.0", "3.0"))
+    elif damage == "no config":
+        config.unlink()
+    elif damage == "older format":
+        record = json.loads(config.read_text())
+        del record["format_version"], record["layers_sha256"]
+        config.write_text(json.dumps(record))
+    else:
+        config.write_text("{not json")
+    with pytest.raises(CorruptRun):
+        load_run(run)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "corrupt", "older format", "config missing"])
+def test_a_bad_cache_entry_is_reported_in_one_line_and_recomputed(cache, caplog, damage):
+    fresh = cached_simulate(SETTING, **MC)
+    (entry,) = _entries(cache)
+    layers, config = entry / "layers.csv", entry / "config.json"
+    if damage == "truncate":
+        layers.write_bytes(layers.read_bytes()[: len(layers.read_bytes()) // 2])
+    elif damage == "corrupt":
+        text = layers.read_text()
+        layers.write_text(text[:40] + ("9" if text[40] != "9" else "8") + text[41:])
+    elif damage == "older format":  # what the code before format versions wrote
+        record = json.loads(config.read_text())
+        del record["format_version"], record["layers_sha256"]
+        config.write_text(json.dumps(record))
+        layers.write_text(layers.read_text().replace("angular", "var_mlp"))  # would be misread if trusted
+    else:
+        config.unlink()
+    with caplog.at_level(logging.WARNING, logger="simulate.cache"):
+        again = cached_simulate(SETTING, **MC)
+    messages = _warnings(caplog)
+    assert len(messages) == 1 and "\n" not in messages[0] and "recomputing" in messages[0], messages
+    pd.testing.assert_frame_equal(again, fresh)
+    assert load_run(entry)[1].shape == fresh.shape, "the entry was not rewritten whole"
+    assert [p.name for p in _entries(cache)] == [entry.name], "temporary directories left behind"
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="simulate.cache"):
+        cached_simulate(SETTING, **MC)
+    assert _warnings(caplog) == [], "the recomputed entry is not valid"
+
+
+def test_a_good_entry_is_read_not_recomputed(cache, monkeypatch):
+    first = cached_simulate(SETTING, **MC)
+    monkeypatch.setattr("simulate.cache.simulate", lambda *a, **k: pytest.fail("recomputed a valid entry"))
+    pd.testing.assert_frame_equal(cached_simulate(SETTING, **MC), first)
+
+
+_FILL = """
+import sys, time
+from pathlib import Path
+from theory import Setting
+from simulate.cache import cached_simulate
+go = Path(sys.argv[1])
+Path(sys.argv[2]).touch()  # ready
+while not go.exists():
+    time.sleep(0.01)
+table = cached_simulate(Setting(block="linear", scheme="pre", depth=400, width=32, heads=2, tokens=4),
+                        samples=4, seed=1, metrics="var,angular", dtype="float64")
+print(table["mean"].sum().hex())
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_filling_one_entry_leave_one_valid_entry(tmp_path):
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DEPTH_WORKBENCH_CACHE": str(cache),
+           "DEPTH_WORKBENCH_THREADS": "1"}
+    go, ready = tmp_path / "go", [tmp_path / f"ready{i}" for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", _FILL, str(go), str(flag)], env=env, cwd=tmp_path,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for flag in ready]
+    deadline = time.monotonic() + 240
+    while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    go.touch()  # both start filling the same (missing) entry now
+    seen_bad, polls = [], 0
+    while any(proc.poll() is None for proc in procs) and time.monotonic() < deadline:
+        for entry in _entries(cache):  # a reader meanwhile: an entry that exists is complete
+            if entry.name.startswith("."):
+                continue
+            polls += 1
+            try:
+                load_run(entry)
+            except (CorruptRun, FileNotFoundError) as error:
+                seen_bad.append(str(error))
+        time.sleep(0.001)
+    outputs = [proc.communicate(timeout=300) for proc in procs]
+    assert not seen_bad, f"a reader saw an incomplete entry ({len(seen_bad)} of {polls} reads): {seen_bad[0]}"
+    assert [proc.returncode for proc in procs] == [0, 0], [err[-500:] for _, err in outputs]
+    assert outputs[0][0] == outputs[1][0], "the two processes saw different tables"
+    entries = _entries(cache)  # no temporary directory is left either
+    assert len(entries) == 1, f"expected one entry, found {[p.name for p in entries]}"
+    config, table = load_run(entries[0])
+    assert table["layer"].max() == 400 and config["format_version"] == FORMAT_VERSION

@@ -1,0 +1,113 @@
+"""Growth-class judgement of P1's statements, trained-claim verdicts and their place in ``verify``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from simulate.scores.growth_claims import growth_rows, growth_summary, t_interval
+from simulate.scores.trained_claims import signed_verdict, trained_markdown, trained_rows, trained_summary, welch_interval
+
+ALLOWED = {"holds", "holds as a bound", "violated", "inconclusive"}
+
+
+def _verdicts(rows):
+    return {r["metric"]: r["verdict"] for r in rows}
+
+
+def test_linear_growth_is_polynomial_exponent_one_and_not_p1s_step_law():
+    var = 1.0 + 0.3 * np.arange(33.0)  # random-init Pre-LN: constant increments
+    summary = growth_summary(var)
+    assert summary.label == "polynomial" and abs(summary.exponent[0] - 1.0) < 1e-6, summary
+    assert abs(summary.step[0] - 2.0) < 1e-9, f"constant increments: q = {summary.step[0]}, target 2"
+    assert _verdicts(growth_rows("p1-lemma-3.2", "x", summary)) == {"var_growth": "holds as a bound",
+                                                                    "var_step": "violated"}
+
+
+def test_p1s_own_recursion_is_recognised():
+    var = [1.0]
+    for _ in range(64):
+        var.append(var[-1] * (1 + 0.5 / math.sqrt(var[-1])))  # P1 Lemma 3.2 read as 1 + c/sigma, c = 0.5
+    summary = growth_summary(np.array(var))
+    low, high = summary.step[1:]
+    assert low <= 1.0 <= high and abs(summary.step[0] - 1.0) < 0.05, summary.step
+    assert summary.label == "polynomial" and summary.exponent[0] > 1.3, summary.exponent  # tends to L^2
+    assert _verdicts(growth_rows("p1-lemma-3.2", "x", summary))["var_step"] == "holds"
+
+
+def test_exponential_and_logarithmic_growth():
+    layers = np.arange(25.0)
+    expo = growth_summary(0.1 + np.exp(0.2 * layers))
+    assert expo.label == "exponential" and abs(expo.rate[0] - 0.2) < 0.01, expo.rate
+    lns_init = growth_summary(np.r_[1.0, 1.0 + np.cumsum(1.0 / np.arange(1, 65))])  # Theta(log L)
+    assert _verdicts(growth_rows("p1-lns", "x", lns_init)) == {"var_growth": "violated"}, lns_init.exponent
+    with pytest.raises(ValueError, match="lemma_id"):
+        growth_rows("p2-thm-1", "x", lns_init)
+
+
+def test_seed_intervals_match_scipy():
+    a, b = [1.0, 1.4, 0.9, 1.2], [0.2, 0.5, 0.1]
+    mean, low, high = welch_interval(a, b)
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert math.isclose(low, ci.low, rel_tol=1e-9) and math.isclose(high, ci.high, rel_tol=1e-9), (low, high, ci)
+    _, low, high = t_interval(a)
+    ci = stats.ttest_1samp(a, 0.0).confidence_interval(0.95)
+    assert math.isclose(low, ci.low, rel_tol=1e-9) and math.isclose(high, ci.high, rel_tol=1e-9)
+    assert signed_verdict((1.0, 0.5, 1.5), 1) == "holds" and signed_verdict((1.0, 0.5, 1.5), -1) == "violated"
+    assert signed_verdict((0.1, -0.5, 0.7), 1) == "inconclusive" and signed_verdict((0.1, math.nan, math.nan), 1) \
+        == "inconclusive"
+
+
+@pytest.fixture(scope="module")
+def tiny_claim_runs():
+    from simulate.scores.training_cache import TINY, claim_runs
+
+    return claim_runs(TINY, names=["pre", "lns", "weight_decay"])
+
+
+def test_trained_rows_cover_every_claim_at_step_0_and_trained(tiny_claim_runs):
+    rows = pd.DataFrame(trained_rows([p for paths in tiny_claim_runs.values() for p in paths]))
+    claims = set(zip(rows["id"], rows["metric"]))
+    expected = {("p1-lemma-3.2", "var_growth"), ("p1-lemma-3.2", "var_step"), ("p1-thm-3.3", "jac_dev_deep_vs_shallow"),
+                ("p1-thm-3.3", "prune_deep_vs_shallow"), ("p1-lns", "var_growth"), ("p1-lns", "prune_deep_vs_pre"),
+                ("p1-lns", "val_loss_vs_pre"), ("p2-thm-3", "var_growth_vs_dense"),
+                ("p2-thm-3", "usefulness_vs_dense")}
+    assert expected <= claims, expected - claims
+    assert set(rows["verdict"]) <= ALLOWED, set(rows["verdict"])
+    stages = rows["setting"].str.extract(r"^(step \d+) \|")[0]
+    assert set(stages) == {"step 0", "step 20"}, set(stages)
+    one_seed = rows[rows["kind"] == "claim"]
+    assert one_seed["verdict"].eq("inconclusive").all(), "one seed gives no interval"
+    summary = trained_summary(rows)
+    assert len(summary) == len(rows) // 2 and summary["trained"].ne("").all()
+    from simulate.verify import _markdown_table
+
+    assert "## Trained claims" in trained_markdown(rows, _markdown_table)
+
+
+def test_verify_judges_p1_lemma_by_its_growth_rows():
+    from simulate.verify import summarize, verify
+
+    table = verify(quick=True, only=["p1-lemma-3.2"], depths=[16])
+    growth = table[table["kind"] == "growth"]
+    assert set(growth["metric"]) == {"var_growth", "var_step"} and len(growth) == 2 * 4, growth[["setting", "metric"]]
+    mlp = growth[growth["setting"].str.contains("block=mlp") & (growth["metric"] == "var_growth")].iloc[0]
+    assert mlp["ci_low"] - 0.1 <= 1.0 <= mlp["ci_high"] + 0.1, mlp  # random-init Pre-LN: linear
+    summary = summarize(table).set_index("id").loc["p1-lemma-3.2"]
+    assert summary["rows"].endswith(f"/{len(growth)}"), summary  # judged on the growth rows, c = 1 curves apart
+    assert summary["approx_curves"], summary
+
+
+def test_verify_trained_bad_run_exits_2_before_any_work(tmp_path, capsys):
+    from simulate.verify import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--quick", "--only", "exact-weight-decay", "--trained", str(tmp_path / "nope"), "--out",
+              str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and "nope" in err[0], err
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,251 @@
+"""The bridge to trained models (docs/trained.md): aligned strengths, their recursion, growth fits.
+
+Derived here (``docs/trained.md``). Block ``l`` maps the stream ``x = x_{l-1}`` to
+``x_l = x + f``; ``f = x_l - x_{l-1}`` is the block's whole increment (the sum of its
+sublayers' branches in a residual block; for Post-LN and DeepNorm blocks, which normalise
+the sum, simply the difference). Pool the second moments of a batch over its tokens
+(``E`` = mean over sequences and tokens, ``d`` = width):
+
+    m_{l-1} = E ||x||^2 / d = sigma_{l-1}^2      (the stream's mean square)
+    p_l     = E <f, x> / d                        (cross moment)
+    q_l     = E ||f||^2 / d                       (branch mean square)
+
+and define ``a_l = p_l / sigma_{l-1}`` and ``b_l = sqrt(q_l - a_l^2)`` (``>= 0`` by
+Cauchy-Schwarz on the pooled sums). This is the split ``f = a_l x/sigma_{l-1} + b_l xi``
+with ``E <xi, x> = 0`` and ``E ||xi||^2/d = 1``, and by linearity of the mean
+
+    m_l = E ||x + f||^2 / d = (sigma_{l-1} + a_l)^2 + b_l^2
+
+holds exactly (:func:`bridge_profile` runs it from ``m_0``). At random init ``a_l ~ 0``
+(additive, linear growth); exponential growth in depth needs ``a_l`` to grow like
+``sigma_{l-1}`` (docs/trained.md). The per-layer metric ``var`` is the unbiased feature
+variance, ``var_l = d/(d-1) (m_l - E xbar^2)`` with ``xbar`` a token's feature mean, so
+:func:`bridge_variance` (``d/(d-1) m_l``) misses ``var_l`` by exactly
+``-d/(d-1) E xbar^2``: that is the bridge's error term (zero for LayerNorm-centred
+increments at init, the DC part of the stream after training).
+
+Growth over depth: :func:`loglog_slope` is the least-squares slope of ``log var`` on
+``log l`` with a t interval over layers; :func:`fit_growth` fits ``c0 + c1 l^p`` or
+``c0 + c1 e^(r l)`` (the offset absorbs the input's variance) and :func:`var_growth`
+names the better of the two (over the blocks, layer 0 left out).
+
+>>> a, b = aligned_strengths(np.array([1.0]), np.array([0.5]), np.array([0.5]))
+>>> float(a[0]), float(b[0])
+(0.5, 0.5)
+>>> bridge_profile(1.0, a, b).tolist()  # (1 + 0.5)^2 + 0.5^2 = 2.5 = 1 + 2*0.5 + 0.5
+[1.0, 2.5]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import optimize, stats
+
+__all__ = ["aligned_strengths", "aligned_pseudo_values", "bridge_profile", "bridge_variance", "GrowthFit",
+           "loglog_slope", "fit_growth", "var_growth"]
+
+_TINY = 1e-300
+
+
+def aligned_strengths(stream_ms, cross, branch_ms) -> tuple[np.ndarray, np.ndarray]:
+    """``(a_l, b_l)`` from pooled moments ``m_{l-1}``, ``p_l``, ``q_l`` (arrays of one shape).
+
+    ``a = p / sqrt(m)``, ``b = sqrt(max(q - a^2, 0))`` (derived here, module docstring).
+
+    >>> aligned_strengths(np.array([4.0]), np.array([-1.0]), np.array([1.0]))
+    (array([-0.5]), array([0.8660254]))
+    """
+    stream_ms, cross, branch_ms = (np.asarray(v, dtype=float) for v in (stream_ms, cross, branch_ms))
+    a = cross / np.sqrt(np.maximum(stream_ms, _TINY))
+    return a, np.sqrt(np.maximum(branch_ms - a * a, 0.0))
+
+
+def aligned_pseudo_values(stream_ms, cross, branch_ms) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sequence pseudo-values of ``a`` and ``b`` (delta method): their mean is the pooled estimate.
+
+    Inputs are per-sequence token means ``m_s``, ``p_s``, ``q_s`` of shape ``(..., S)``
+    (sequences of equal length, so the pooled moment is the mean over ``S``). With
+    ``A, B`` from :func:`aligned_strengths` of the means, the pseudo-values are the
+    linearisation ``a_s = A + (p_s - P)/sigma - A (m_s - M)/(2M)`` and
+    ``b_s = B + ((q_s - Q) - 2A (a_s - A))/(2B)`` (``B`` where ``B = 0``): their mean is
+    exactly ``A`` (``B``) and their standard error over ``S`` is the delta-method one.
+
+    >>> m, p, q = np.array([1.0, 3.0]), np.array([0.2, 0.6]), np.array([0.5, 0.9])
+    >>> a_s, b_s = aligned_pseudo_values(m, p, q)
+    >>> A, B = aligned_strengths(m.mean(), p.mean(), q.mean())
+    >>> bool(np.isclose(a_s.mean(), A)), bool(np.isclose(b_s.mean(), B))
+    (True, True)
+    """
+    m_s, p_s, q_s = (np.asarray(v, dtype=float) for v in (stream_ms, cross, branch_ms))
+    big_m, big_p, big_q = (v.mean(-1, keepdims=True) for v in (m_s, p_s, q_s))  # (..., 1) each
+    big_a, big_b = aligned_strengths(big_m, big_p, big_q)  # (..., 1) each
+    sigma = np.sqrt(np.maximum(big_m, _TINY))
+    a_s = big_a + (p_s - big_p) / sigma - big_a * (m_s - big_m) / (2 * np.maximum(big_m, _TINY))  # (..., S)
+    safe_b = np.where(big_b > 0, big_b, 1.0)
+    b_s = np.where(big_b > 0, big_b + ((q_s - big_q) - 2 * big_a * (a_s - big_a)) / (2 * safe_b), big_b)  # (..., S)
+    return a_s, b_s
+
+
+def bridge_profile(sigma0_sq, a, b) -> np.ndarray:
+    """Mean squares ``sigma_l^2``, ``l = 0..L``, of ``sigma_{l+1}^2 = (sigma_l + a_{l+1})^2 + b_{l+1}^2``.
+
+    ``a``, ``b`` have shape ``(..., L)`` (block 1 first); ``sigma0_sq`` broadcasts against
+    ``(...)``. Derived here (docs/trained.md); exact for the measured ``a``, ``b`` of :func:`aligned_strengths`.
+
+    >>> bridge_profile(1.0, np.zeros(3), np.ones(3)).tolist()  # a = 0: additive, linear growth
+    [1.0, 2.0, 3.0, 4.0]
+    >>> bridge_profile(1.0, np.array([1.0, 2.0]), np.zeros(2)).tolist()  # a = sigma: sigma doubles
+    [1.0, 4.0, 16.0]
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    square = np.broadcast_to(np.asarray(sigma0_sq, dtype=float), a.shape[:-1]).copy()  # (...)
+    profile = [square]
+    for layer in range(a.shape[-1]):  # (sigma + a)^2 + b^2, expanded so that a = 0 adds b^2 exactly
+        square = square + 2 * a[..., layer] * np.sqrt(square) + a[..., layer] ** 2 + b[..., layer] ** 2
+        profile.append(square)
+    return np.stack(profile, -1)  # (..., L+1)
+
+
+def bridge_variance(sigma0_sq, a, b, width: int) -> np.ndarray:
+    """The bridge's prediction of the per-layer ``var``: ``d/(d-1) sigma_l^2`` (token feature means taken as 0).
+
+    Its error against the measured ``var`` is exactly ``-d/(d-1) E xbar^2`` (module docstring).
+
+    >>> bridge_variance(1.0, np.zeros(1), np.ones(1), width=2).tolist()
+    [2.0, 4.0]
+    """
+    return width / (width - 1) * bridge_profile(sigma0_sq, a, b)
+
+
+class GrowthFit(NamedTuple):
+    """A fit of a profile over depth; ``slope`` is the exponent (polynomial, log-log) or the rate (exponential)."""
+
+    model: str  # 'loglog', 'polynomial' or 'exponential'
+    slope: float  # exponent p (y ~ l^p) or rate r (y ~ e^(r l))
+    ci_low: float
+    ci_high: float
+    rss: float  # residual sum of squares (relative residuals for the offset models, log y for loglog)
+    n: int  # layers used
+
+
+def loglog_slope(layers, values, confidence: float = 0.95) -> GrowthFit:
+    """Least-squares slope of ``log values`` on ``log layers`` with a t interval over layers.
+
+    Entries with ``values <= 0``, ``layers <= 0`` or non-finite values are left out; fewer
+    than 3 left gives NaNs. Derived here (ordinary least squares).
+
+    >>> round(loglog_slope(np.arange(1, 9), 3.0 * np.arange(1, 9) ** 2).slope, 6)
+    2.0
+    """
+    layers, values = np.asarray(layers, dtype=float), np.asarray(values, dtype=float)
+    keep = np.isfinite(values) & (values > 0) & (layers > 0)
+    x, y = np.log(layers[keep]), np.log(values[keep])  # (n,) each
+    n = int(keep.sum())
+    if n < 3 or np.ptp(x) == 0:
+        return GrowthFit("loglog", math.nan, math.nan, math.nan, math.nan, n)
+    xc, yc = x - x.mean(), y - y.mean()
+    slope = float((xc * yc).sum() / (xc * xc).sum())
+    rss = float(((yc - slope * xc) ** 2).sum())
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 2)) * math.sqrt(rss / (n - 2) / float((xc * xc).sum()))
+    return GrowthFit("loglog", slope, slope - half, slope + half, rss, n)
+
+
+# Profile grids: exponents p of c0 + c1 l^p, rates r*L of c0 + c1 e^(r l) (log-spaced).
+_EXPONENTS = np.geomspace(0.02, 8.0, 600)
+_RATES_TIMES_DEPTH = np.geomspace(1e-3, 200.0, 600)
+
+
+def _profile_rss(layers: np.ndarray, values: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    """Relative-residual RSS of the best ``c0 + c1 basis_k`` for each row ``basis_k``: (K, n) -> (K,)."""
+    weight = 1.0 / np.abs(values)  # relative residuals: every layer counts, whatever its scale
+    rss = np.empty(basis.shape[0])
+    for k, column in enumerate(basis):
+        design = np.stack([np.ones_like(column), column], -1) * weight[:, None]  # (n, 2)
+        coef, *_ = np.linalg.lstsq(design, values * weight, rcond=None)
+        rss[k] = float(((design @ coef - values * weight) ** 2).sum())
+    return rss
+
+
+def fit_growth(layers, values, model: str = "polynomial", confidence: float = 0.95) -> GrowthFit:
+    """Fit ``values ~ c0 + c1 l^p`` (polynomial) or ``c0 + c1 e^(r l)`` (exponential) over ``layers``.
+
+    The offset ``c0`` absorbs the input's variance, so ``p`` is the log-log slope of the
+    excess ``values - c0`` (``p = 1``: linear, the random-init regime of Pre-LN). Weighted
+    least squares on relative residuals; ``p`` (or ``r``) by profiling over a log grid, its
+    interval by the profile F test (``RSS <= RSS_min (1 + F_{1,n-3}/(n-3))``), clipped to the
+    grid. Derived here.
+
+    >>> l = np.arange(0, 17)
+    >>> round(fit_growth(l, 1.0 + 0.1 * l).slope, 2), round(fit_growth(l, 2.0 * 1.1**l, "exponential").slope, 2)
+    (1.0, 0.1)
+    """
+    if model not in ("polynomial", "exponential"):
+        raise ValueError(f"model={model!r} is not allowed: polynomial or exponential")
+    layers, values = np.asarray(layers, dtype=float), np.asarray(values, dtype=float)
+    keep = np.isfinite(values) & (values != 0)
+    layers, values = layers[keep], values[keep]  # (n,) each
+    n = int(keep.sum())
+    if n < 4 or np.ptp(layers) == 0:
+        return GrowthFit(model, math.nan, math.nan, math.nan, math.nan, n)
+    span = float(layers.max())
+    grid = _EXPONENTS if model == "polynomial" else _RATES_TIMES_DEPTH / span
+
+    def basis(params: np.ndarray) -> np.ndarray:  # (K,) -> (K, n), entries <= 1
+        if model == "polynomial":
+            return (layers[None, :] / span) ** params[:, None]
+        return np.exp(params[:, None] * (layers[None, :] - span))
+
+    rss = _profile_rss(layers, values, basis(grid))  # (K,)
+    profile = lambda t: _profile_rss(layers, values, basis(np.array([math.exp(t)])))[0]  # noqa: E731
+    best = int(np.argmin(rss))
+    low, high = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
+    refined = optimize.minimize_scalar(profile, bounds=(math.log(low), math.log(high)), method="bounded",
+                                       options={"xatol": 1e-10})
+    slope, rss_min = (math.exp(refined.x), float(refined.fun)) if refined.fun < rss[best] else (grid[best], rss[best])
+    threshold = rss_min * (1.0 + float(stats.f.ppf(confidence, 1, n - 3)) / (n - 3))
+    ends = [_crossing(profile, grid, rss, threshold, slope, side) for side in (-1, 1)]
+    return GrowthFit(model, float(slope), ends[0], ends[1], float(rss_min), n)
+
+
+def _crossing(profile, grid: np.ndarray, rss: np.ndarray, threshold: float, slope: float, side: int) -> float:
+    """Where the profile RSS crosses ``threshold`` beside ``slope`` (side -1: below, +1: above), else the grid end."""
+    outside = np.nonzero((rss > threshold) & ((grid < slope) if side < 0 else (grid > slope)))[0]
+    if outside.size == 0:
+        return float(grid[0] if side < 0 else grid[-1])
+    edge = int(outside.max() if side < 0 else outside.min())
+    inner = math.log(slope)
+    try:
+        return math.exp(optimize.brentq(lambda t: profile(t) - threshold, *sorted((math.log(grid[edge]), inner)),
+                                        xtol=1e-12))
+    except ValueError:  # no sign change (a flat profile at rounding level)
+        return float(grid[edge])
+
+
+def var_growth(var, confidence: float = 0.95) -> dict:
+    """Growth of a variance profile ``var`` (``(L+1,)``, layer 0 first) over the blocks ``l = 1..L``, three ways.
+
+    ``loglog``: :func:`loglog_slope` of ``var_l``; ``polynomial`` and ``exponential``:
+    :func:`fit_growth`; ``class`` is 'exponential' where the exponential offset model has the
+    smaller residual sum of squares (both have three parameters) and its rate grows the
+    profile by at least a factor e over the depth (``r L >= 1``; a smaller rate is linear
+    growth plus curvature, which the polynomial model also describes), else 'polynomial'.
+    Layer 0 (the embedding) is left out: a first block that rescales the embedding (common
+    after training) would otherwise decide the fit.
+
+    >>> l = np.arange(0, 17)
+    >>> var_growth(1.0 + 0.1 * l)["class"], var_growth(0.5 + 1.2 ** l)["class"]
+    ('polynomial', 'exponential')
+    """
+    var = np.asarray(var, dtype=float)
+    layers, blocks = np.arange(1, var.shape[0]), var[1:]
+    power = fit_growth(layers, blocks, "polynomial", confidence)
+    expo = fit_growth(layers, blocks, "exponential", confidence)
+    if not (np.isfinite(power.rss) and np.isfinite(expo.rss)):
+        label = "undetermined"
+    else:
+        label = "exponential" if expo.rss < power.rss and expo.slope * layers.max() >= 1.0 else "polynomial"
+    return {"loglog": loglog_slope(layers, blocks, confidence), "polynomial": power, "exponential": expo,
+            "class": label}
