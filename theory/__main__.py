@@ -21,8 +21,9 @@ import textwrap
 from typing import Sequence
 
 import sympy as sp
+from tqdm import tqdm
 
-from theory.cli import CliParser, atomic_write, fail, output_path, write_csv
+from theory.cli import CliParser, add_progress_argument, atomic_write, fail, output_path, progress_enabled, write_csv
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 from theory.symbolic.lemmas import LEMMAS, Lemma
 
@@ -128,14 +129,21 @@ def predict_main(argv: Sequence[str] | None = None) -> int:
     parser = CliParser(prog=prog, description="Per-layer predictions (CSV: layer,metric,law,kind,value).")
     add_setting_arguments(parser)
     parser.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV file")
+    add_progress_argument(parser)
     args = parser.parse_args(argv)
     try:
         setting = setting_from_args(args)
     except (SettingError, ValueError) as error:
         fail(prog, str(error))
     out = output_path(prog, args.out, directory=False)
-    table = predict(setting)
-    atomic_write(out, lambda temp: write_csv(table, temp))
+    with tqdm(total=2, desc="predict", unit="stage", disable=not progress_enabled(args.progress),
+              file=sys.stderr) as bar:  # the recursion is vectorised: two stages, each seconds at depth 10^6
+        bar.set_postfix_str(f"recursion over {setting.depth} blocks")
+        table = predict(setting)
+        bar.update()
+        bar.set_postfix_str(f"writing {len(table)} rows")
+        atomic_write(out, lambda temp: write_csv(table, temp))
+        bar.update()
     metrics = ",".join(sorted(table.metric.unique()))
     print(f"wrote {len(table)} rows ({setting.depth + 1} layers; {metrics}) to {out}")
     blow_up = first_non_finite(table)

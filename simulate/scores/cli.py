@@ -10,14 +10,13 @@ on stderr, exit 2, nothing written.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from pathlib import Path
 
 from simulate.scores.compute import ROW_SCORES, SCORE_GROUPS, ScoreOptions, parse_scores
-from theory.cli import CliParser, atomic_write, fail, output_path
+from theory.cli import CliParser, add_progress_argument, atomic_write, fail, output_path
 
 __all__ = ["PROG", "build_parser", "main"]
 
@@ -71,8 +70,7 @@ def build_parser() -> CliParser:
                         help="sequence length for a Hugging Face directory (default min(128, max positions)); "
                              "a training run uses its Setting's")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="default auto")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="tqdm bars over layers and pairs (default: on a terminal only)")
+    add_progress_argument(parser)  # bars over layers and pairs
     return parser
 
 
