@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from simulate.process import configure_process
-from theory.cli import CliParser, add_progress_argument, atomic_write, fail, output_path, progress_enabled
+from theory.cli import CliParser, add_progress_argument, atomic_write, fail, int_at_least, output_path, progress_enabled
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 
 PROG = "python -m simulate"
@@ -30,22 +30,6 @@ _DELEGATED = {"verify": "simulate.verify", "bench": "simulate.bench", "sweep": "
 _COMMANDS = ", ".join(["run", *_DELEGATED])
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
-
-
-def _nonnegative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
-
-
-_positive_int.__name__ = "positive integer"
-_nonnegative_int.__name__ = "non-negative integer"
 _PREFETCH = {"auto": None, "on": True, "off": False}
 
 
@@ -54,8 +38,8 @@ def build_parser() -> CliParser:
     parser = CliParser(prog=f"{PROG} run", description="Monte-Carlo per-layer metrics of a random-weight stack.")
     add_setting_arguments(parser)
     mc = parser.add_argument_group("Monte Carlo")
-    mc.add_argument("--samples", type=_positive_int, default=8, help="independent stacks S (default 8)")
-    mc.add_argument("--seed", type=_nonnegative_int, default=0, help="seed (default 0)")
+    mc.add_argument("--samples", type=int_at_least(1), default=8, help="independent stacks S (default 8)")
+    mc.add_argument("--seed", type=int_at_least(0), default=0, help="seed (default 0)")
     mc.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="default auto")
     mc.add_argument("--dtype", default="float32", choices=("float32", "float64"), help="default float32")
     mc.add_argument("--metrics", default="var", help="comma-separated names or 'all' (default var)")

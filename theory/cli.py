@@ -37,6 +37,22 @@ class CliParser(argparse.ArgumentParser):
         fail(self.prog, f"{message} (see --help)")
 
 
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``low`` (argparse names it in its one-line error).
+
+    >>> int_at_least(1)("3"), int_at_least(1).__name__
+    (3, 'integer >= 1')
+    """
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise ValueError(text)
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
 def add_progress_argument(parser: argparse.ArgumentParser) -> None:
     """``--progress/--no-progress``: a progress bar on stderr (default: only when stderr is a terminal)."""
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

@@ -16,22 +16,11 @@ import time
 from pathlib import Path
 
 from simulate.scores.compute import ROW_SCORES, SCORE_GROUPS, ScoreOptions, parse_scores
-from theory.cli import CliParser, add_progress_argument, atomic_write, fail, output_path
+from theory.cli import CliParser, add_progress_argument, atomic_write, fail, int_at_least, output_path
 
 __all__ = ["PROG", "build_parser", "main"]
 
 PROG = "python -m simulate scores"
-
-
-def _int_at_least(low: int):
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < low:
-            raise ValueError(text)
-        return value
-
-    parse.__name__ = f"integer >= {low}"
-    return parse
 
 
 def _pairs(text: str):
@@ -55,18 +44,18 @@ def build_parser() -> CliParser:
     parser.add_argument("--scores", default="all", help="comma-separated score names or groups, or 'all' (default)")
     parser.add_argument("--out", default=None, help="output directory (default DIR/scores, DIR/scores_init)")
     parser.add_argument("--at-init", action="store_true", help="score the run's model at step 0 (its seed's init)")
-    parser.add_argument("--sequences", type=_int_at_least(2), default=64, help="held-out sequences (default 64)")
-    parser.add_argument("--batch-size", type=_int_at_least(1), default=32, help="sequences per forward (default 32)")
+    parser.add_argument("--sequences", type=int_at_least(2), default=64, help="held-out sequences (default 64)")
+    parser.add_argument("--batch-size", type=int_at_least(1), default=32, help="sequences per forward (default 32)")
     parser.add_argument("--pairs", type=_pairs, default="all",
                         help="permutation pairs: 'all' (default) or K, only pairs with l2 - l1 <= K")
-    parser.add_argument("--jac-sequences", type=_int_at_least(2), default=8,
+    parser.add_argument("--jac-sequences", type=int_at_least(2), default=8,
                         help="sequences for the Jacobian statistics (default 8)")
-    parser.add_argument("--probes", type=_int_at_least(2), default=4, help="Rademacher probes per block (default 4)")
-    parser.add_argument("--power-iterations", type=_int_at_least(1), default=20,
+    parser.add_argument("--probes", type=int_at_least(2), default=4, help="Rademacher probes per block (default 4)")
+    parser.add_argument("--power-iterations", type=int_at_least(1), default=20,
                         help="power iterations of the spectral norm (default 20)")
-    parser.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the Jacobian probes (default 0)")
+    parser.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the Jacobian probes (default 0)")
     parser.add_argument("--data", default=None, help="held-out text: 'docs' or a UTF-8 file (default: the run's)")
-    parser.add_argument("--tokens", type=_int_at_least(2), default=None,
+    parser.add_argument("--tokens", type=int_at_least(2), default=None,
                         help="sequence length for a Hugging Face directory (default min(128, max positions)); "
                              "a training run uses its Setting's")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="default auto")

@@ -13,21 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from theory.cli import CliParser, fail, output_path
+from theory.cli import CliParser, fail, int_at_least, output_path
 
 __all__ = ["build_parser", "main"]
 
 PROG = "python -m simulate sweep"
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
-
-
-_positive_int.__name__ = "positive integer"
 
 
 def build_parser() -> CliParser:
@@ -40,7 +30,7 @@ def build_parser() -> CliParser:
                         help="local: a process pool on this machine (default); ray: a Ray cluster")
     parser.add_argument("--address", default=None, metavar="HOST:PORT",
                         help="Ray cluster address HOST:6379 (engine ray; default: start a local Ray)")
-    parser.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+    parser.add_argument("--workers", type=int_at_least(1), default=None, metavar="N",
                         help="local processes, or a local Ray's CPUs (default: the cores)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                         help="a progress bar over points on stderr, when it is a terminal (default on)")

@@ -27,7 +27,7 @@ from simulate.training.budget import estimate_bytes
 from simulate.training.checkpoint import checkpoint_step
 from simulate.training.data import DataError, load_corpus
 from simulate.training.loop import PRECISIONS, LossNotFinite, Trainer, TrainConfig
-from theory.cli import CliParser, fail, output_path
+from theory.cli import CliParser, fail, int_at_least, output_path
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 
 __all__ = ["PROG", "QUICK", "build_parser", "main"]
@@ -35,17 +35,6 @@ __all__ = ["PROG", "QUICK", "build_parser", "main"]
 PROG = "python -m simulate train"
 QUICK = {"preset": "llama", "width": 64, "depth": 8, "tokens": 64, "heads": 4, "steps": 300}
 _RESUME_FREE = ("device",)  # flags a resumed run may change
-
-
-def _int_at_least(low: int):
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < low:
-            raise ValueError(text)
-        return value
-
-    parse.__name__ = f"integer >= {low}"
-    return parse
 
 
 def build_parser() -> CliParser:
@@ -69,7 +58,7 @@ def build_parser() -> CliParser:
                        help="P2's LNS factor top_k/sqrt(l) in MoE blocks (default 1/sqrt(l))")
     train.add_argument("--out", default=None, help="output directory (required unless --resume)")
     train.add_argument("--resume", default=None, metavar="DIR", help="continue the interrupted run in DIR")
-    train.add_argument("--stop-at", type=_int_at_least(1), default=None, metavar="N",
+    train.add_argument("--stop-at", type=int_at_least(1), default=None, metavar="N",
                        help="checkpoint and stop after update N (continue with --resume)")
     train.add_argument("--quick", action="store_true", help="a tiny run: " +
                        ", ".join(f"{k}={v}" for k, v in QUICK.items()) + " (flags given win)")
