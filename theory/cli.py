@@ -10,7 +10,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import TYPE_CHECKING, Callable, NoReturn
+
+if TYPE_CHECKING:  # pandas is imported where a table is written, not by every command line
+    import pandas
 
 __all__ = ["CliParser", "fail", "atomic_write", "output_path", "write_csv", "add_progress_argument",
            "progress_enabled"]
@@ -116,7 +119,7 @@ def output_path(prog: str, text: str, *, directory: bool) -> Path:
     return path
 
 
-def write_csv(table: "pandas.DataFrame", path: str) -> None:
+def write_csv(table: pandas.DataFrame, path: str) -> None:
     """Write ``table`` as plain CSV (no quotes, full float precision) with pyarrow.
 
     pyarrow's multi-threaded writer takes about 2 s for the 9e6 rows of depth 10^6,
