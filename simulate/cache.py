@@ -33,6 +33,7 @@ import pandas as pd
 from simulate.metrics import parse_metrics
 from simulate.stack import resolve_device, resolve_dtype, simulate
 from simulate.tables import COLUMNS
+from simulate.versions import source_digest
 from theory.cli import atomic_write
 
 __all__ = ["FORMAT_VERSION", "CorruptRun", "save_run", "load_run", "write_atomic", "code_version", "cache_dir",
@@ -43,7 +44,6 @@ __all__ = ["FORMAT_VERSION", "CorruptRun", "save_run", "load_run", "write_atomic
 FORMAT_VERSION = 2
 _LOG = logging.getLogger(__name__)
 
-_PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # The sources that decide what a run measures: a change to any of them is a new code
 # version. The reports built on runs (verify, bench, figures) are left out, so editing
 # them keeps the cache.
@@ -114,12 +114,8 @@ def load_run(run_dir) -> tuple[dict, pd.DataFrame]:
 
 
 def code_version() -> str:
-    """sha256 (first 16 hex digits) of the sources that decide what a run measures."""
-    digest = hashlib.sha256()
-    for name in _RESULT_SOURCES:
-        digest.update(name.encode())
-        digest.update((_PACKAGE_ROOT / name).read_bytes())
-    return digest.hexdigest()[:16]
+    """:func:`simulate.versions.source_digest` of the sources that decide what a run measures."""
+    return source_digest(_RESULT_SOURCES)
 
 
 def cache_dir() -> Path:

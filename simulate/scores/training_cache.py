@@ -23,12 +23,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from simulate.versions import ROOT, source_digest
+
 __all__ = ["TinyTraining", "TINY", "SMALL", "FULL", "training_code_version", "cached_training", "claim_settings",
            "claim_runs", "cached_scores"]
 
 _TRAINER_SOURCES = ("theory/setting.py", "theory/architecture.py", "simulate/metrics.py", "simulate/tables.py",
                     "theory/meanfield/bridge.py")
-_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -55,13 +56,9 @@ FULL = TinyTraining(width=64, depth=8, heads=4, tokens=64, steps=300, batch=16, 
 
 
 def training_code_version() -> str:
-    """sha256 (16 hex digits) of the trainer's sources and what they read."""
-    digest = hashlib.sha256()
-    files = sorted((_ROOT / "simulate" / "training").glob("*.py")) + [_ROOT / name for name in _TRAINER_SOURCES]
-    for path in files:
-        digest.update(str(path.relative_to(_ROOT)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    """:func:`simulate.versions.source_digest` of the trainer's sources and what they read."""
+    trainer = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "simulate" / "training").glob("*.py"))
+    return source_digest(trainer + list(_TRAINER_SOURCES))
 
 
 def cached_training(setting, *, steps: int, batch: int, log_every: int, seed: int = 0, data: str = "docs",

@@ -6,15 +6,12 @@
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 from typing import NamedTuple
 
 import pandas as pd
 
-__all__ = ["ROOT", "Outcome", "PointFailed", "merge_options", "source_digest"]
+__all__ = ["Outcome", "PointFailed", "merge_options"]
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository root
 
 
 class Outcome(NamedTuple):
@@ -34,16 +31,6 @@ class PointFailed(Exception):
         self.table = table if table is not None else pd.DataFrame()
         self.headline = headline or {}
         self.device = device
-
-
-def source_digest(paths, salt: str = "") -> str:
-    """sha256 (16 hex digits) of ``salt`` and the named files (relative to the repository root), names included."""
-    digest = hashlib.sha256(salt.encode())
-    for name in sorted(paths):
-        digest.update(str(name).encode())
-        path = ROOT / name
-        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
-    return digest.hexdigest()[:16]
 
 
 def merge_options(options: dict, defaults: dict, task: str) -> dict:

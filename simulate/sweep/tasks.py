@@ -37,9 +37,10 @@ from typing import Any, Callable
 
 
 from simulate.sweep.headline import measured_headline, predicted_headline
-from simulate.sweep.outcome import ROOT, Outcome, PointFailed, merge_options, source_digest
+from simulate.sweep.outcome import Outcome, PointFailed, merge_options
+from simulate.versions import ROOT, source_digest
 
-__all__ = ["Outcome", "PointFailed", "Task", "TASKS", "merge_options", "source_digest"]
+__all__ = ["Task", "TASKS"]
 
 _OWN_SOURCES = ("simulate/sweep/tasks.py", "simulate/sweep/outcome.py", "simulate/sweep/headline.py",
                 "simulate/sweep/training_tasks.py")
@@ -73,7 +74,7 @@ class Task:
 # -- predict ---------------------------------------------------------------------------
 def _predict_version() -> str:
     theory = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "theory").rglob("*.py"))
-    return source_digest(tuple(theory) + _OWN_SOURCES)
+    return source_digest(sorted(tuple(theory) + _OWN_SOURCES))
 
 
 def _run_predict(point) -> Outcome:
@@ -121,7 +122,7 @@ def _check_run_setting(setting, options: dict) -> None:
 def _run_version() -> str:
     from simulate.cache import code_version
 
-    return source_digest(_OWN_SOURCES, salt=code_version())  # the simulator's sources, then ours
+    return source_digest(sorted(_OWN_SOURCES), salt=code_version())  # the simulator's sources, then ours
 
 
 def _run_run(point) -> Outcome:
@@ -148,10 +149,10 @@ def _tasks() -> dict[str, Task]:
                         _predict_version, needs_gpu=lambda options: False),
         "run": Task("run", True, _check_run_options, _run_run, _run_version, _check_run_setting),
         "train": Task("train", True, training_tasks.check_train_options, training_tasks.run_train,
-                      lambda: source_digest(_OWN_SOURCES, salt=training_tasks.train_version()),
+                      lambda: source_digest(sorted(_OWN_SOURCES), salt=training_tasks.train_version()),
                       training_tasks.check_train_setting),
         "scores": Task("scores", True, training_tasks.check_scores_options, training_tasks.run_scores,
-                       lambda: source_digest(_OWN_SOURCES, salt=training_tasks.scores_version()),
+                       lambda: source_digest(sorted(_OWN_SOURCES), salt=training_tasks.scores_version()),
                        training_tasks.check_train_setting),
     }
 

@@ -30,7 +30,8 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.sweep.headline import measured_headline
-from simulate.sweep.outcome import ROOT, Outcome, PointFailed, merge_options, source_digest
+from simulate.sweep.outcome import Outcome, PointFailed, merge_options
+from simulate.versions import ROOT, source_digest
 
 __all__ = ["TRAIN_DEFAULTS", "SCORES_DEFAULTS", "check_train_options", "check_scores_options", "check_train_setting",
            "run_train", "run_scores", "train_version", "scores_version"]

@@ -24,7 +24,6 @@ stops the run at that step (:class:`LossNotFinite`) with the logs written.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -35,6 +34,7 @@ import torch
 from tqdm import tqdm
 
 from simulate.tables import table_from_stats
+from simulate.versions import source_digest
 from simulate.training.checkpoint import MODEL, load_checkpoint, save_checkpoint, save_model
 from simulate.training.data import Corpus, probe_batch, train_batch
 from simulate.training.model import CausalLM
@@ -45,7 +45,6 @@ from theory.cli import atomic_write
 __all__ = ["PRECISIONS", "TrainConfig", "LossNotFinite", "learning_rate", "make_optimizer", "code_version", "Trainer"]
 
 PRECISIONS = ("auto", "highest", "tf32", "bf16")
-_ROOT = Path(__file__).resolve().parents[2]
 # The sources that decide what a training run computes (its model, data, loop and measurements).
 _SOURCES = ("theory/setting.py", "theory/architecture.py", "theory/meanfield/bridge.py", "simulate/metrics.py",
             "simulate/tables.py") + tuple(f"simulate/training/{name}.py" for name in (
@@ -53,12 +52,8 @@ _SOURCES = ("theory/setting.py", "theory/architecture.py", "theory/meanfield/bri
 
 
 def code_version() -> str:
-    """sha256 (first 16 hex digits) of the sources that decide what a training run computes."""
-    digest = hashlib.sha256()
-    for name in _SOURCES:
-        digest.update(name.encode())
-        digest.update((_ROOT / name).read_bytes())
-    return digest.hexdigest()[:16]
+    """:func:`simulate.versions.source_digest` of the sources that decide what a training run computes."""
+    return source_digest(_SOURCES)
 
 
 @dataclass(frozen=True)
