@@ -49,10 +49,12 @@ __all__ = ["ALLOCATOR_SLACK", "MMAP_THRESHOLD", "MMAP_SLACK", "TABLE_ROW_BYTES",
            "check_run_fits"]
 
 # Resident over live bytes: freed blocks that malloc keeps (simulate.process asks it to keep
-# them below 256 MiB), per-thread arenas (prefetch), fragmentation. Measured 1.0-2.2 over
-# the settings of tests/simulate/test_memory.py and the issue-12 note; 1.4 keeps the
-# estimate of every one of them within a factor 1.5 of the measured peak.
-ALLOCATOR_SLACK = 1.4
+# them below 256 MiB), per-thread arenas (prefetch), fragmentation. The kept heap depends on
+# how the allocations interleave, which changes from one run of the same setting to the next:
+# 24 runs of the three settings of tests/simulate/test_memory.py measured 1.33-2.51 (medians
+# 1.6-1.8). 1.8 is the geometric middle of that range, so every one of them lies within a
+# factor 1.5 of the estimate.
+ALLOCATOR_SLACK = 1.8
 # Blocks from 256 MiB on are mmapped by malloc (simulate.process) and given back when freed:
 # when one channel of the stream is that large, resident is live (measured 1.05 at 2.2 GB).
 MMAP_THRESHOLD = 256 << 20

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +54,8 @@ MEASURED = {
                                           "heads": 4, "tokens": 128, "init_std": 0.02}, "samples": 8},
 }
 
+REPEATS = 3
+
 
 def _measure(spec: dict) -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "DEPTH_WORKBENCH_THREADS": "1"}
@@ -65,17 +68,21 @@ def _measure(spec: dict) -> int:
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc (VmHWM, clear_refs)")
 def test_estimate_within_a_factor_1p5_of_the_measured_peak():
+    # The kept heap varies from run to run of one setting (memory.ALLOCATOR_SLACK: 1.33-2.51
+    # times the live bytes over 24 runs), so each setting's peak is the median of REPEATS runs.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        measured = dict(zip(MEASURED, pool.map(_measure, MEASURED.values())))
+        runs = list(pool.map(_measure, [spec for spec in MEASURED.values() for _ in range(REPEATS)]))
     rows = []
-    for name, spec in MEASURED.items():
+    for index, (name, spec) in enumerate(MEASURED.items()):
+        peaks = runs[index * REPEATS:(index + 1) * REPEATS]  # (REPEATS,) runs of this setting
         spec = json.loads(json.dumps(spec))
         raw = spec.pop("setting")
         setting = Setting.preset(raw.pop("preset"), **raw) if "preset" in raw else Setting(**raw)
         estimate = estimate_run_bytes(setting, spec.pop("samples"), **spec)
-        rows.append((name, estimate, measured[name], estimate / measured[name]))
-    report = "; ".join(f"{n}: estimate {format_bytes(e)}, measured {format_bytes(m)}, ratio {r:.2f}"
-                       for n, e, m, r in rows)
+        measured = statistics.median(peaks)
+        rows.append((name, estimate, measured, peaks, estimate / measured))
+    report = "; ".join(f"{n}: estimate {format_bytes(e)}, measured median {format_bytes(m)} "
+                       f"of {[format_bytes(p) for p in peaks]}, ratio {r:.2f}" for n, e, m, peaks, r in rows)
     print(report)
     assert all(1 / 1.5 <= r <= 1.5 for *_, r in rows), f"estimate off by more than a factor 1.5: {report}"
 
