@@ -248,6 +248,14 @@ def _ray_options(point: Point, cluster_gpus: float) -> dict:
     return {"num_cpus": 1, "num_gpus": 1 if wants_gpu else 0}
 
 
+def _auth_hint(address: str | None) -> str:
+    """What to set when a cluster asks for a token the driver does not send (Ray >= 2.59's default)."""
+    if not address or os.environ.get("RAY_AUTH_MODE") == "token":
+        return ""
+    return ("; if the cluster uses token authentication (the default of `ray start` since Ray 2.59), "
+            "set RAY_AUTH_MODE=token for this command (the token is read from ~/.ray/auth_token or $RAY_AUTH_TOKEN)")
+
+
 def run_ray(points, out: Path, address: str | None, workers: int, lost: list | None = None) -> Iterator[dict]:
     """The points as Ray tasks on the cluster at ``address`` (None: a local Ray of ``workers`` CPUs).
 
@@ -262,7 +270,7 @@ def run_ray(points, out: Path, address: str | None, workers: int, lost: list | N
             ray.init(address=address, **kwargs) if address else ray.init(num_cpus=workers, **kwargs)
         except Exception as error:  # noqa: BLE001 - Ray raises plain Exceptions for these
             where = f"the Ray cluster at {address}" if address else f"a local Ray of {workers} CPUs"
-            raise EngineError(f"could not start {where}: {' '.join(str(error).split())}") from None
+            raise EngineError(f"could not start {where}: {' '.join(str(error).split())}{_auth_hint(address)}") from None
     finished = False
     remote = ray.remote(_ray_point)
     gpus = float(ray.cluster_resources().get("GPU", 0))

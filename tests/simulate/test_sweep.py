@@ -247,6 +247,25 @@ def test_ray_engine_gives_the_same_summary(reference, tmp_path):
                                   _without_wall_time(reference[1]))
 
 
+
+def test_an_unreachable_cluster_is_one_error_that_names_the_token_setting(monkeypatch, tmp_path):
+    ray = pytest.importorskip("ray")
+    from simulate.sweep.engines import EngineError, run_ray
+
+    def refused(**kwargs):
+        raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379")
+
+    monkeypatch.setattr(ray, "init", refused)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    points = load_spec(_spec_file(tmp_path)).points
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    with pytest.raises(EngineError, match="at 10.0.0.1:6379: Failed to connect.*set RAY_AUTH_MODE=token"):
+        next(run_ray(points, tmp_path / "out", "10.0.0.1:6379", 2))
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # already set: the error is Ray's alone
+    with pytest.raises(EngineError) as raised:
+        next(run_ray(points, tmp_path / "out", "10.0.0.1:6379", 2))
+    assert "RAY_AUTH_MODE" not in str(raised.value), raised.value
+
 # -- trainings -----------------------------------------------------------------------------
 def test_train_points_record_the_trainers_losses(tmp_path):
     from simulate.training import Trainer, TrainConfig, load_corpus
