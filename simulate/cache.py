@@ -12,6 +12,8 @@ A cache entry is built whole in a temporary directory beside it and renamed into
 (one ``rename``, atomic on a POSIX file system): two processes filling the same entry at
 once leave one complete entry, whichever finished first. A bad entry (corrupt, truncated,
 older format) is reported in one warning line (logger ``simulate.cache``) and recomputed.
+Build directories left by a process killed outright are removed by the next fill after
+an hour (:data:`STALE_BUILD_SECONDS`).
 
 >>> sorted(_mc_config(4, 0, "var", "cpu", "float32", "auto"))
 ['device', 'dtype', 'metrics', 'samples', 'seed', 'weights']
@@ -26,6 +28,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -171,6 +174,22 @@ def _install(built: Path, entry: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
+# A build directory lives for the seconds that save_run takes (the simulation runs before it is
+# made); one an hour old was left by a process killed outright (SIGKILL, a machine that went down).
+STALE_BUILD_SECONDS = 3600
+
+
+def _remove_stale_builds(root: Path) -> None:
+    """Delete the hidden build directories in ``root`` older than :data:`STALE_BUILD_SECONDS`."""
+    now = time.time()
+    for path in root.glob(".*"):
+        try:
+            if path.is_dir() and now - path.stat().st_mtime > STALE_BUILD_SECONDS:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:  # removed by another process meanwhile
+            pass
+
+
 def cached_simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), device="auto",
                     dtype="float32", weights: str = "auto", progress: bool = False) -> pd.DataFrame:
     """:func:`simulate.simulate` through the on-disk cache (blow-ups and interruptions are not cached).
@@ -188,6 +207,7 @@ def cached_simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",
     table = simulate(setting, samples=samples, seed=seed, metrics=metrics, device=device, dtype=dtype,
                      weights=weights, progress=progress)
     root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_builds(root)
     built = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=root))
     try:
         umask = os.umask(0)

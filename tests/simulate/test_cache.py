@@ -102,6 +102,22 @@ def test_a_good_entry_is_read_not_recomputed(cache, monkeypatch):
     pd.testing.assert_frame_equal(cached_simulate(SETTING, **MC), first)
 
 
+
+def test_a_build_left_by_a_killed_process_is_removed_by_the_next_fill_after_an_hour(cache):
+    from simulate.cache import STALE_BUILD_SECONDS
+
+    cache.mkdir(parents=True)
+    stale, recent = cache / ".0123abcd.killed", cache / ".4567ef01.building"
+    for build in (stale, recent):
+        build.mkdir()
+        (build / "layers.csv").write_text("half a table")
+    hour_ago = time.time() - STALE_BUILD_SECONDS - 60
+    os.utime(stale, (hour_ago, hour_ago))
+    cached_simulate(SETTING, **MC)
+    assert not stale.exists(), "a build directory over an hour old was kept"
+    assert recent.exists(), "a build directory another process may still be filling was removed"
+    assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 1
+
 _FILL = """
 import sys, time
 from pathlib import Path
