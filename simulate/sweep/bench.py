@@ -8,8 +8,9 @@ Two numbers (a benchmark, not a timed test):
   thread per core, then on the local engine (``workers`` processes, this one included,
   ``cores // workers`` threads each, pool start-up included: each spawned worker imports
   theory and torch, about 5 CPU seconds); the speed-up is against the faster of the two
-  serial runs. On a shared machine the wall-clock ratio measures the other load as much
-  as the engine, so the CPU times give a second figure, ``idle_speedup``
+  serial runs. The serial run's CPU time over its wall time says how many cores it
+  already keeps busy (torch's threads and the simulator's prefetch thread); ``cores``
+  over that is the most any pool of processes could gain, ``speedup_ceiling``
   (:func:`sweep_speed`).
 - **Ray per-point overhead**: a local Ray of ``workers`` CPUs, warmed up (its workers
   started and their imports done), runs ``RAY_POINTS`` trivial points (``predict`` of a
@@ -56,10 +57,9 @@ def _timed_run(run) -> tuple[float, float]:
 def sweep_speed(workers: int | None = None) -> dict:
     """Wall (and CPU) times of the 16 points serially and on the local engine, and their ratio.
 
-    ``idle_speedup`` is what the CPU times imply on otherwise idle cores: the serial CPU
-    time over the local engine's CPU time (the spawned workers' start-up included) shared
-    by the ``workers`` processes (the driver is one of them). On a shared, loaded machine
-    the wall-clock ``speedup`` says more about the other load than about the engine.
+    ``serial_cores_busy`` is the faster serial run's CPU seconds per wall second (its torch
+    threads and the simulator's prefetch thread together); ``speedup_ceiling`` = ``cores /
+    serial_cores_busy`` bounds the ``speedup`` any pool can reach on this machine.
     """
     import torch
 
@@ -80,8 +80,8 @@ def sweep_speed(workers: int | None = None) -> dict:
     best = min(serial, key=serial.get)
     return {"points": len(points), "cores": cores, "workers": workers, "load_average": load,
             "serial_1_thread_s": serial[1], f"serial_{cores}_threads_s": serial[cores], "serial_s": serial[best],
-            "local_s": local, "speedup": serial[best] / local, "serial_cpu_s": serial_cpu[1], "local_cpu_s": local_cpu,
-            "idle_speedup": serial_cpu[1] / (local_cpu / workers)}
+            "local_s": local, "speedup": serial[best] / local, "serial_cpu_s": serial_cpu[best], "local_cpu_s": local_cpu,
+            "serial_cores_busy": serial_cpu[best] / serial[best], "speedup_ceiling": cores * serial[best] / serial_cpu[best]}
 
 
 def ray_overhead(workers: int | None = None, points: int = RAY_POINTS) -> dict:
@@ -117,9 +117,10 @@ def main(args) -> int:
     print(f"local engine: {row['points']} Monte-Carlo points in {row['local_s']:.2f} s on {row['workers']} workers "
           f"vs {row['serial_s']:.2f} s one after another (1 thread {row['serial_1_thread_s']:.2f} s, "
           f"{row['cores']} threads {many:.2f} s): {row['speedup']:.2f}x at load average {row['load_average']:.1f}; "
-          f"CPU {row['local_cpu_s']:.1f} s vs {row['serial_cpu_s']:.1f} s serial (start-up of the "
-          f"{row['workers'] - 1} spawned workers {row['local_cpu_s'] - row['serial_cpu_s']:.1f} s): "
-          f"{row['idle_speedup']:.2f}x on idle cores", flush=True)
+          f"the serial run already keeps {row['serial_cores_busy']:.2f} of {row['cores']} cores busy "
+          f"(CPU {row['serial_cpu_s']:.1f} s), so no pool can beat {row['speedup_ceiling']:.2f}x here; "
+          f"the pool's CPU {row['local_cpu_s']:.1f} s includes the start-up of {row['workers'] - 1} spawned workers",
+          flush=True)
     row.update(ray_overhead(args.workers))
     if "ray_error" in row:
         print(f"ray engine: not measured, a local Ray did not start: {row['ray_error']}")
