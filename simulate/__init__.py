@@ -14,7 +14,7 @@ before torch is loaded.
 
 from __future__ import annotations
 
-import importlib
+from simulate.lazy import lazy_exports
 
 __all__ = ["simulate", "cached_simulate", "NumericalBlowUp", "weight_decay_process", "block_jacobian", "METRICS"]
 
@@ -23,11 +23,4 @@ _HOMES = {"simulate": "simulate.stack", "NumericalBlowUp": "simulate.stack", "ca
           "METRICS": "simulate.metrics"}
 
 
-def __getattr__(name: str):
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'simulate' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_HOMES))
+__getattr__, __dir__ = lazy_exports("simulate", _HOMES, globals())

@@ -14,7 +14,7 @@ Names are loaded on first use (importing the package imports no torch).
 
 from __future__ import annotations
 
-import importlib
+from simulate.lazy import lazy_exports
 
 __all__ = ["SCORE_GROUPS", "ScoreOptions", "compute_scores", "score_run", "load_run_model", "RunError"]
 
@@ -23,11 +23,4 @@ _HOMES = {"SCORE_GROUPS": "simulate.scores.compute", "ScoreOptions": "simulate.s
           "load_run_model": "simulate.scores.runs", "RunError": "simulate.scores.runs"}
 
 
-def __getattr__(name: str):
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'simulate.scores' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_HOMES))
+__getattr__, __dir__ = lazy_exports("simulate.scores", _HOMES, globals())
