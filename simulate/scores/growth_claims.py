@@ -23,7 +23,9 @@ exponents within :data:`EXPONENT_TOLERANCE` of a boundary count as on it.
     the per-layer factor ``1 + c/sigma_l``: violated when the interval of ``q`` leaves out 1;
     holds when it contains 1 and leaves out 2 (random init's constant increments).
 ``p1-lns`` / ``var_growth``
-    ``Theta(L) <= sigma_L^2 <= Theta(L^(2 - eps))``: polynomial with ``1 <= p < 2``.
+    ``Theta(L) <= sigma_L^2 <= Theta(L^(2 - eps))``: polynomial with ``1 <= p < 2``; an
+    exponential class violates it when the interval of its rate leaves out 0 (the row then
+    shows the rate), and is inconclusive otherwise.
 
 >>> import numpy as np
 >>> summary = growth_summary(1.0 + 0.5 * np.arange(17.0)[None, :])
@@ -204,12 +206,17 @@ def growth_rows(lemma_id: str, label: str, summary: GrowthSummary) -> list[dict]
                          f"{_WORDS[verdict]} (q = 2: constant increments, linear growth as at init)", summary.layers))
         return rows
     if lemma_id == "p1-lns":
+        estimate, target = summary.exponent, 1.0
         if summary.label == "polynomial":
             verdict = _interval_verdict(p_low, p_high, lambda lo, hi: lo >= 1 - EXPONENT_TOLERANCE and hi < 2,
                                         lambda lo, hi: hi < 1 - EXPONENT_TOLERANCE or lo >= 2)
+        elif summary.label == "exponential":  # against the claim only when the rate's interval leaves out 0
+            _, r_low, r_high = summary.rate
+            verdict = "violated" if np.isfinite(r_low) and r_low > 0 else "inconclusive"
+            estimate, target = summary.rate, 0.0
         else:
-            verdict = "violated" if summary.label == "exponential" else "inconclusive"
-        return [_row(lemma_id, label, "var_growth", verdict, summary.exponent, 1.0,
+            verdict = "inconclusive"
+        return [_row(lemma_id, label, "var_growth", verdict, estimate, target,
                      f"{text}: P1's Theta(L) <= var <= Theta(L^(2-eps)) {_WORDS[verdict]}", summary.layers)]
     raise ValueError(f"lemma_id={lemma_id!r} is not allowed: one of {', '.join(GROWTH_LEMMAS)}")
 

@@ -47,6 +47,18 @@ def test_exponential_and_logarithmic_growth():
     assert _verdicts(growth_rows("p1-lns", "x", lns_init)) == {"var_growth": "violated"}, lns_init.exponent
     with pytest.raises(ValueError, match="lemma_id"):
         growth_rows("p2-thm-1", "x", lns_init)
+    assert _verdicts(growth_rows("p1-lns", "x", expo)) == {"var_growth": "violated"}, expo.rate
+
+
+def test_an_exponential_class_whose_rate_interval_holds_0_does_not_violate_lns():
+    # Three seeds whose pooled residuals favour the exponential fit by a hair (an LNS run at
+    # d=64, L=16 gave rate 0.21 [-0.18, 0.59]): the class is no evidence against polynomial growth.
+    layers = np.arange(17.0)
+    curves = np.stack([1.0 + np.exp(0.25 * layers), 1.0 + 2.0 * layers, 1.0 + np.exp(0.02 * layers) * layers])
+    summary = growth_summary(curves)
+    assert summary.label == "exponential" and summary.rate[1] < 0 < summary.rate[2], (summary.label, summary.rate)
+    (row,) = growth_rows("p1-lns", "x", summary)
+    assert row["verdict"] == "inconclusive" and row["measured"] == summary.rate[0] and row["predicted"] == 0.0, row
 
 
 def test_seed_intervals_match_scipy():
