@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["COLUMNS", "CONFIDENCE", "Z_CONFIDENCE", "confidence_interval", "summarise", "table_from_stats"]
+__all__ = ["COLUMNS", "CONFIDENCE", "Z_CONFIDENCE", "confidence_interval", "interval_z", "summarise",
+           "table_from_stats"]
 
 COLUMNS = ["layer", "metric", "mean", "sem", "ci_low", "ci_high", "n"]
 CONFIDENCE = 0.95
@@ -27,6 +28,18 @@ Z_CONFIDENCE = 1.96  # two-sided normal quantile of CONFIDENCE, as every table o
 def confidence_interval(mean, sem):
     """``(mean - z sem, mean + z sem)``, ``z = Z_CONFIDENCE`` (scalars or arrays)."""
     return mean - Z_CONFIDENCE * sem, mean + Z_CONFIDENCE * sem
+
+
+def interval_z(mean: float, low: float, high: float, target: float = 0.0) -> float:
+    """``(mean - target) / se`` with ``se = (high - low) / (2 Z_CONFIDENCE)``: how far ``target`` lies from
+    ``mean`` in standard errors of a CONFIDENCE interval read as normal (NaN for a non-finite or empty one).
+
+    >>> interval_z(3.0, 1.04, 4.96, target=1.0)
+    2.0
+    """
+    if not (np.isfinite(low) and np.isfinite(high) and high > low):
+        return float("nan")
+    return float((mean - target) / ((high - low) / (2 * Z_CONFIDENCE)))
 
 
 def summarise(sample: np.ndarray) -> tuple[float, float, float, float, int]:

@@ -43,10 +43,11 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from simulate.tables import CONFIDENCE, interval_z
 from theory.meanfield.bridge import loglog_slope, var_growth
 
-__all__ = ["GROWTH_LEMMAS", "EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "t_interval", "growth_summary", "describe_growth",
-           "growth_rows"]
+__all__ = ["GROWTH_LEMMAS", "EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "t_interval", "growth_summary",
+           "describe_growth", "growth_rows"]
 
 GROWTH_LEMMAS = ("p1-lemma-3.2", "p1-lns")
 # Exponents this close to a claimed boundary count as on it (linear growth measured as p = 0.97 is linear).
@@ -80,7 +81,7 @@ class GrowthSummary(NamedTuple):
     growth: float = math.nan  # var_L / var_0, mean over seeds
 
 
-def t_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
+def t_interval(values, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """``(mean, low, high)``: the mean of ``values`` and its t interval over them (NaN bounds for one value).
 
     >>> [round(v, 4) for v in t_interval([1.0, 2.0, 3.0])]
@@ -159,10 +160,9 @@ def _row(lemma_id, label, metric, verdict, estimate, target, comment, layers) ->
     from simulate.compare import verdict_row
 
     mean, low, high = estimate
-    half = (high - low) / 2
-    z = (mean - target) / (half / 1.96) if np.isfinite(half) and half > 0 else math.nan
     return verdict_row(lemma_id, label, metric, kind="growth", layer=int(layers), predicted=float(target),
-                       measured=float(mean), ci_low=float(low), ci_high=float(high), z=float(z), verdict=verdict,
+                       measured=float(mean), ci_low=float(low), ci_high=float(high),
+                       z=interval_z(mean, low, high, target), verdict=verdict,
                        comment=comment)
 
 

@@ -37,6 +37,7 @@ from scipy import stats
 from simulate.compare import verdict_row
 from simulate.scores.compute import ScoreOptions
 from simulate.scores.growth_claims import growth_rows, growth_summary, t_interval
+from simulate.tables import CONFIDENCE, interval_z
 
 __all__ = ["KNOB_CLAIMS", "VERIFY_OPTIONS", "VERIFY_GROUPS", "RunRecord", "load_record", "welch_interval",
            "signed_verdict", "trained_rows", "trained_summary", "trained_markdown"]
@@ -98,7 +99,7 @@ def load_record(run_dir) -> RunRecord:
                      _cached_scores(run, True), _cached_scores(run, False))
 
 
-def welch_interval(a, b, confidence: float = 0.95) -> tuple[float, float, float]:
+def welch_interval(a, b, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """``(mean(a) - mean(b), low, high)``: Welch's t interval of a difference of means (NaN bounds for n < 2)."""
     a, b = (np.asarray(v, dtype=float)[np.isfinite(v)] for v in (a, b))
     diff = float(a.mean() - b.mean())
@@ -139,9 +140,8 @@ def _halves(values: np.ndarray) -> tuple[float, float]:
 
 def _claim_row(lemma_id, label, metric, estimate, sign, comment, layer) -> dict:
     mean, low, high = estimate
-    se = (high - low) / (2 * 1.96) if np.isfinite(low) and high > low else math.nan
     return verdict_row(lemma_id, label, metric, kind="claim", layer=int(layer), predicted=0.0, measured=mean,
-                       ci_low=low, ci_high=high, z=mean / se if se == se and se > 0 else math.nan,
+                       ci_low=low, ci_high=high, z=interval_z(mean, low, high),
                        verdict=signed_verdict(estimate, sign), comment=comment)
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from simulate.tables import Z_CONFIDENCE
+
 __all__ = ["seed_means", "plot_summary"]
 
 
@@ -38,7 +40,7 @@ def seed_means(summary: pd.DataFrame, y: str, *, x: str, by: str | None = None) 
 
 def plot_summary(ax, summary: pd.DataFrame, y: str = "growth_exponent", *, x: str = "depth", by: str = "scheme",
                  logx: bool = True, logy: bool = False, colors=None) -> pd.DataFrame:
-    """Draw ``y`` (mean over seeds, bars of +- 1.96 sem) against ``x``, one line per value of ``by``.
+    """Draw ``y`` (mean over seeds, bars of +- Z_CONFIDENCE sem) against ``x``, one line per value of ``by``.
 
     Returns the plotted table (:func:`seed_means`). Failed and pending points are left out.
     """
@@ -46,7 +48,7 @@ def plot_summary(ax, summary: pd.DataFrame, y: str = "growth_exponent", *, x: st
     for i, (value, rows) in enumerate(table.groupby(by, sort=False)):
         rows = rows.sort_values(x)
         color = None if colors is None else colors[i % len(colors)]
-        ax.errorbar(rows[x], rows["mean"], yerr=1.96 * rows["sem"].fillna(0.0), marker="o", ms=3, lw=1.2,
+        ax.errorbar(rows[x], rows["mean"], yerr=Z_CONFIDENCE * rows["sem"].fillna(0.0), marker="o", ms=3, lw=1.2,
                     capsize=2, color=color, label=f"{by}={value}")
     if logx:
         from matplotlib.ticker import NullFormatter, ScalarFormatter
