@@ -71,6 +71,14 @@ def anchors(markdown: Path) -> set[str]:
     return found
 
 
+def _numbered_lines(root: Path, paths):
+    """``(path:line, path, text)`` for every line of ``paths`` (files relative to ``root``)."""
+    for path in paths:
+        name = path.relative_to(root).as_posix()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            yield f"{name}:{number}", path, line
+
+
 def cited_files(root: Path) -> list[Path]:
     """The .py and .ipynb files whose citations are checked, sorted."""
     return sorted(path for folder in SCANNED if (root / folder).is_dir()
@@ -81,48 +89,44 @@ def cited_files(root: Path) -> list[Path]:
 def citation_problems(root: Path) -> list[str]:
     """``path:line: problem`` for every citation of a missing document, heading or outside document."""
     problems, anchor_cache = [], {}
-    for path in cited_files(root):
-        name = path.relative_to(root).as_posix()
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            for match in OUTSIDE.finditer(line):
-                problems.append(f"{name}:{number}: cites {match.group(0)!r}, a document outside the repository "
-                                f"(cite one of {', '.join('docs/' + doc for doc in DOCUMENTS)})")
-            for match in DOC_CITATION.finditer(line):
-                document, anchor = match.group(1), match.group(2)
-                target = root / document
-                if not target.is_file():
-                    problems.append(f"{name}:{number}: cites {document}, which is not in the repository")
-                    continue
-                if anchor:
-                    if target not in anchor_cache:
-                        anchor_cache[target] = anchors(target)
-                    if anchor not in anchor_cache[target]:
-                        problems.append(f"{name}:{number}: cites {document}#{anchor}, but {document} has no "
-                                        f"heading with that anchor")
+    for where, _, line in _numbered_lines(root, cited_files(root)):
+        for match in OUTSIDE.finditer(line):
+            problems.append(f"{where}: cites {match.group(0)!r}, a document outside the repository "
+                            f"(cite one of {', '.join('docs/' + doc for doc in DOCUMENTS)})")
+        for match in DOC_CITATION.finditer(line):
+            document, anchor = match.group(1), match.group(2)
+            target = root / document
+            if not target.is_file():
+                problems.append(f"{where}: cites {document}, which is not in the repository")
+            elif anchor and anchor not in _anchors_of(target, anchor_cache):
+                problems.append(f"{where}: cites {document}#{anchor}, but {document} has no heading with that anchor")
     return problems
 
 
+def _anchors_of(markdown: Path, cache: dict) -> set[str]:
+    """:func:`anchors` of ``markdown``, read once per check."""
+    if markdown not in cache:
+        cache[markdown] = anchors(markdown)
+    return cache[markdown]
+
+
 def _markdown_files(root: Path) -> list[Path]:
-    return sorted((root / "docs").glob("*.md")) + [root / "README.md"]
+    return [path for path in sorted((root / "docs").glob("*.md")) + [root / "README.md"] if path.is_file()]
 
 
 def link_problems(root: Path) -> list[str]:
     """``path:line: problem`` for relative links in docs/*.md and README.md that do not resolve."""
-    problems = []
-    for path in _markdown_files(root):
-        if not path.is_file():
-            continue
-        name = path.relative_to(root).as_posix()
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            for target in _LINK.findall(line):
-                if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
-                    continue
-                file_part, _, anchor = target.partition("#")
-                linked = (path.parent / file_part).resolve() if file_part else path
-                if not linked.exists():
-                    problems.append(f"{name}:{number}: link to {target}: {file_part} does not exist")
-                elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
-                    problems.append(f"{name}:{number}: link to {target}: no heading with anchor #{anchor}")
+    problems, anchor_cache = [], {}
+    for where, path, line in _numbered_lines(root, _markdown_files(root)):
+        for target in _LINK.findall(line):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+                continue
+            file_part, _, anchor = target.partition("#")
+            linked = (path.parent / file_part).resolve() if file_part else path
+            if not linked.exists():
+                problems.append(f"{where}: link to {target}: {file_part} does not exist")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors_of(linked, anchor_cache):
+                problems.append(f"{where}: link to {target}: no heading with anchor #{anchor}")
     return problems
 
 
@@ -148,24 +152,20 @@ def _resolves(dotted: str) -> bool:
 def reference_problems(root: Path) -> list[str]:
     """``path:line: problem`` for code names, tests and repository paths the documents name but that do not exist."""
     problems = []
-    for path in _markdown_files(root):
-        if not path.is_file():
-            continue
-        name = path.relative_to(root).as_posix()
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            for dotted in _CODE_NAME.findall(line):
-                if not _resolves(dotted):
-                    problems.append(f"{name}:{number}: names {dotted}, which does not resolve")
-            for test_file, test_name in _TEST_NAME.findall(line):
-                source = root / test_file
-                if not source.is_file():
-                    problems.append(f"{name}:{number}: names {test_file}, which does not exist")
-                elif not re.search(rf"^\s*(?:async\s+)?def {test_name}\(", source.read_text(encoding="utf-8"),
-                                   re.MULTILINE):
-                    problems.append(f"{name}:{number}: names {test_file}::{test_name}, which is not defined there")
-            for repo_path in _REPO_PATH.findall(line):
-                if not (root / repo_path).exists():
-                    problems.append(f"{name}:{number}: names {repo_path}, which does not exist")
+    for where, _, line in _numbered_lines(root, _markdown_files(root)):
+        for dotted in _CODE_NAME.findall(line):
+            if not _resolves(dotted):
+                problems.append(f"{where}: names {dotted}, which does not resolve")
+        for test_file, test_name in _TEST_NAME.findall(line):
+            source = root / test_file
+            if not source.is_file():
+                problems.append(f"{where}: names {test_file}, which does not exist")
+            elif not re.search(rf"^\s*(?:async\s+)?def {test_name}\(", source.read_text(encoding="utf-8"),
+                               re.MULTILINE):
+                problems.append(f"{where}: names {test_file}::{test_name}, which is not defined there")
+        for repo_path in _REPO_PATH.findall(line):
+            if not (root / repo_path).exists():
+                problems.append(f"{where}: names {repo_path}, which does not exist")
     return problems
 
 
