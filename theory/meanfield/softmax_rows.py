@@ -34,8 +34,8 @@ import numpy as np
 from scipy.special import roots_genlaguerre
 
 __all__ = ["softmax_laplace_grid", "softmax_square_sum", "softmax_jacobian_square", "causal_pair_overlap",
-           "position_averaged_square_sum", "uniform_rows", "RowTable", "row_table", "rope_cos", "rope_spread",
-           "score_path"]
+           "position_averaged_square_sum", "key_norm_nodes", "uniform_rows", "RowTable", "row_table", "rope_cos",
+           "rope_spread", "score_path"]
 
 
 _GRID_BUDGET = 1 << 27  # bytes of one (w, tau, z) block: large score spreads are done in column chunks
@@ -171,6 +171,27 @@ class RowTable:
         return np.exp(self.log_s[i, cols] * (1 - f) + self.log_s[i + 1, cols] * f)
 
 
+
+def key_norm_nodes(head_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes ``X/hd`` and weights (summing to 1) of an 8-node rule for ``X ~ chi^2_hd``, the squared key norm.
+
+    Generalised Gauss-Laguerre (``X = 2x``, weight ``x^(hd/2 - 1) e^-x``); above ``hd = 200``
+    its weights overflow and ``chi^2_hd/hd ~ N(1, 2/hd)`` is integrated by Gauss-Hermite instead
+    (error O(1/hd)). Returns ``(scale, weights)``, each (8,).
+
+    >>> scale, weights = key_norm_nodes(16)
+    >>> round(float(weights @ scale), 12), round(float(weights @ scale**2), 12)  # E[X/hd], E[(X/hd)^2] = 1 + 2/hd
+    (1.0, 1.125)
+    """
+    if head_dim <= 200:
+        nodes, weights = roots_genlaguerre(8, head_dim / 2 - 1)
+        scale = 2 * nodes / head_dim
+    else:
+        nodes, weights = np.polynomial.hermite_e.hermegauss(8)
+        scale = np.maximum(1 + math.sqrt(2 / head_dim) * nodes, 0.0)
+    return scale, weights / weights.sum()
+
+
 @lru_cache(maxsize=32)
 def row_table(tokens: int, causal: bool, head_dim: int, tau2_max: float) -> RowTable:
     """Tabulate :class:`RowTable` on ``tau2 in [0, tau2_max]`` (cached; as :func:`theory.meanfield.tables.attention_table`).
@@ -181,13 +202,7 @@ def row_table(tokens: int, causal: bool, head_dim: int, tau2_max: float) -> RowT
     """
     visible = np.arange(1, tokens + 1, dtype=float) if causal else np.full(tokens, float(tokens))
     grid = np.linspace(0.0, max(tau2_max, 1e-12), 41)
-    if head_dim <= 200:
-        nodes, weights = roots_genlaguerre(8, head_dim / 2 - 1)
-        scale = 2 * nodes / head_dim
-    else:
-        nodes, weights = np.polynomial.hermite_e.hermegauss(8)
-        scale = np.maximum(1 + math.sqrt(2 / head_dim) * nodes, 0.0)
-    weights = weights / weights.sum()
+    scale, weights = key_norm_nodes(head_dim)  # (8,) each
     base_grid = np.linspace(0.0, grid[-1] * scale.max(), 25)
     n_unique = np.unique(visible)
     if len(n_unique) > 72:  # n S_n is smooth in log n: exact up to 32, then 40 log-spaced nodes

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import roots_genlaguerre
 
 from theory.meanfield.gaussian import derivative_kernel, derivative_moment, dual_kernel, second_moment
-from theory.meanfield.softmax_rows import causal_pair_overlap, position_averaged_square_sum
+from theory.meanfield.softmax_rows import causal_pair_overlap, key_norm_nodes, position_averaged_square_sum
 
 __all__ = ["AttentionTable", "attention_table", "KernelTable", "kernel_table", "derivative_table"]
 
@@ -61,13 +60,7 @@ def attention_table(tokens: int, causal: bool, head_dim: int, tau2_max: float) -
     True
     """
     grid = np.linspace(0.0, max(tau2_max, 1e-12), 41)
-    if head_dim <= 200:
-        nodes, weights = roots_genlaguerre(8, head_dim / 2 - 1)
-        scale = 2 * nodes / head_dim  # X/hd at the nodes, X ~ chi^2_hd
-    else:  # Laguerre weights overflow; chi^2_hd/hd ~ N(1, 2/hd) (error O(1/hd))
-        nodes, weights = np.polynomial.hermite_e.hermegauss(8)
-        scale = np.maximum(1 + math.sqrt(2 / head_dim) * nodes, 0.0)
-    weights = weights / weights.sum()
+    scale, weights = key_norm_nodes(head_dim)  # X/hd at the nodes, X ~ chi^2_hd; (8,) each
     base_grid = np.linspace(0.0, grid[-1] * scale.max(), 25)
     base = np.log(position_averaged_square_sum(tokens, causal, base_grid))  # (25,)
     smoothed = np.exp(np.interp(grid[:, None] * scale, base_grid, base)) @ weights  # (41,)
@@ -108,6 +101,15 @@ class KernelTable:
         return low * (1 - fq) + high * fq
 
 
+
+def _kernel_grid(q_min: float, q_max: float) -> tuple[np.ndarray, np.ndarray]:
+    """The :class:`KernelTable` grid: ``log q`` in steps of at most 0.25 over ``[max(q_min, 1e-4), q_max]``,
+    and 129 values of ``theta`` on ``[0, pi]``."""
+    lo, hi = math.log(max(q_min, 1e-4)), math.log(max(q_max, q_min, 1e-4))
+    log_q = np.linspace(lo, hi + 1e-9, max(2, int(np.ceil((hi - lo) / 0.25)) + 2))
+    return log_q, np.linspace(0.0, np.pi, 129)
+
+
 @lru_cache(maxsize=32)
 def kernel_table(name: str, q_min: float, q_max: float) -> KernelTable:
     """Tabulate the output correlation of ``name`` for ``q`` in ``[q_min, q_max]``, ``r in [-1, 1]``.
@@ -116,9 +118,7 @@ def kernel_table(name: str, q_min: float, q_max: float) -> KernelTable:
     >>> round(float(tab.correlation(1.0, 0.0)), 6)  # 1/pi
     0.31831
     """
-    lo, hi = math.log(max(q_min, 1e-4)), math.log(max(q_max, q_min, 1e-4))
-    log_q = np.linspace(lo, hi + 1e-9, max(2, int(np.ceil((hi - lo) / 0.25)) + 2))
-    theta = np.linspace(0.0, np.pi, 129)
+    log_q, theta = _kernel_grid(q_min, q_max)
     q = np.exp(log_q)[:, None]
     kernel = dual_kernel(name, q, np.cos(theta)[None, :], order=32 if q_max <= 2 else 64)  # (nq, ntheta)
     return KernelTable(log_q, theta, kernel / second_moment(name, q))
@@ -132,9 +132,7 @@ def derivative_table(name: str, q_min: float, q_max: float):
     >>> float(tab.correlation(1.0, 0.0)), float(tab.correlation(1.0, 1.0))  # ReLU: (pi - arccos r)/pi
     (0.5, 1.0)
     """
-    lo, hi = math.log(max(q_min, 1e-4)), math.log(max(q_max, q_min, 1e-4))
-    log_q = np.linspace(lo, hi + 1e-9, max(2, int(np.ceil((hi - lo) / 0.25)) + 2))
-    theta = np.linspace(0.0, np.pi, 129)
+    log_q, theta = _kernel_grid(q_min, q_max)
     q = np.exp(log_q)[:, None]
     kernel = derivative_kernel(name, q, np.cos(theta)[None, :], order=32)  # Jacobian metrics are approx anyway
     return KernelTable(log_q, theta, kernel / derivative_moment(name, q))
