@@ -1,4 +1,4 @@
-"""``python -m simulate run|verify|bench|sweep|train|scores``.
+"""``python -m simulate run|verify|bench|sweep|train|scores|study``.
 
 ``run [SETTING FLAGS] --samples S --seed N --device auto|cpu|cuda --dtype float32|float64
 --metrics LIST --weights dense|implicit|auto --precision highest|tf32|bf16 --prefetch auto|on|off
@@ -26,7 +26,7 @@ from theory.setting import SettingError, add_setting_arguments, setting_from_arg
 
 PROG = "python -m simulate"
 _DELEGATED = {"verify": "simulate.verify", "bench": "simulate.bench", "sweep": "simulate.sweep.cli",
-              "train": "simulate.training.cli", "scores": "simulate.scores.cli"}
+              "train": "simulate.training.cli", "scores": "simulate.scores.cli", "study": "simulate.study.cli"}
 _COMMANDS = ", ".join(["run", *_DELEGATED])
 
 
@@ -220,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
               "  bench   this simulator against a naive one -> DIR/bench.csv\n"
               "  sweep   a grid of settings x seeds x task, resumable -> DIR/points/*.parquet, DIR/summary.csv\n"
               "  train   a tiny byte-level LM of a setting, trained and measured per layer -> DIR/train_layers.csv\n"
-              "  scores  layer-effectiveness scores of a trained run -> DIR/scores/scores.csv, pairs.csv\n\n"
+              "  scores  layer-effectiveness scores of a trained run -> DIR/scores/scores.csv, pairs.csv\n"
+              "  study   trained models along depth, width, steps, lr; trend verdicts -> DIR/NAME/trends.csv, study.md\n\n"
               f"'{PROG} COMMAND --help' lists each command's flags.")
         return 0
     command, rest = argv[0], argv[1:]

@@ -11,7 +11,7 @@ options (docs in README "Sweeps")::
     width = 32
 
     [axes]                          # crossed with each other, in the order written
-    scheme = ["pre", "lns"]
+    scheme = ["pre", "lns"]         # Setting fields, or options of the task (steps = [400, 1600])
     depth = [8, 16]
 
     [[zip]]                         # lists of one length, zipped; crossed with the axes
@@ -22,10 +22,12 @@ options (docs in README "Sweeps")::
     samples = 8
     metrics = ["var", "angular"]
 
-Every point's Setting is built before anything runs: a bad value names the point and the
-field (:class:`SpecError`). A point's key is the sha256 of its full config (task, every
-Setting field, seed, options with defaults filled in, code version), so a spec that
-spells the same point differently finds the same result.
+Every point's Setting and options are built and checked before anything runs: a bad value
+names the point and the field (:class:`SpecError`). A point's key is the sha256 of its full
+config (task, every Setting field, seed, options with defaults filled in, code version), so
+a spec that spells the same point differently finds the same result. A task that is not
+*versioned* (:attr:`simulate.sweep.tasks.Task.versioned`, the studies' points) leaves the
+code version out of the key and records it with the result instead.
 
 >>> sweep = parse_spec({"task": "predict", "setting": {"block": "linear", "width": 8},
 ...                     "axes": {"depth": [2, 4]}})
@@ -35,6 +37,9 @@ spells the same point differently finds the same result.
 Traceback (most recent call last):
 ...
 simulate.sweep.spec.SpecError: point 1 (depth=0): depth=0 is not allowed: an integer >= 1
+>>> sweep = parse_spec({"task": "train", "axes": {"steps": [20, 40]}})
+>>> [p.options["steps"] for p in sweep.points], sweep.axis_fields
+([20, 40], ('steps',))
 """
 
 from __future__ import annotations
@@ -79,7 +84,9 @@ class Point:
     """One point of a sweep: a Setting, a seed (None for an unseeded task) and the task's options.
 
     ``axes`` holds this point's value of each swept field (the summary's config columns);
-    ``code`` is the code version of the task's sources.
+    ``code`` is the code version of the task's sources ('' for a task that is not
+    versioned). ``workdir``, not part of the config, is where a task may keep files of
+    its own beside the point's record (a study keeps each trained model there).
     """
 
     index: int
@@ -89,6 +96,7 @@ class Point:
     options: dict
     axes: dict
     code: str
+    workdir: str | None = None
 
     def config(self) -> dict:
         """The full config that names the point: task, Setting, seed, options, code version."""
@@ -102,13 +110,14 @@ class Point:
 
     def to_dict(self) -> dict:
         """JSON-ready form (what travels to a worker)."""
-        return {"index": self.index, "axes": self.axes, **self.config()}
+        return {"index": self.index, "axes": self.axes, "workdir": self.workdir, **self.config()}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Point":
         """Inverse of :meth:`to_dict`."""
         return cls(index=data["index"], task=data["task"], setting=Setting.from_dict(data["setting"]),
-                   seed=data["seed"], options=data["options"], axes=data["axes"], code=data["code"])
+                   seed=data["seed"], options=data["options"], axes=data["axes"], code=data["code"],
+                   workdir=data.get("workdir"))
 
 
 @dataclass(frozen=True)
@@ -142,8 +151,11 @@ def load_spec(path: str | Path) -> Sweep:
         raise SpecError(f"{path}: {error}") from None
 
 
-def _axis_groups(data: dict) -> list[dict[str, list]]:
-    """Each crossed axis as a one-field group, then each zip group; validated shapes."""
+def _axis_groups(data: dict, option_names) -> list[dict[str, list]]:
+    """Each crossed axis as a one-field group, then each zip group; validated shapes.
+
+    An axis names a Setting field or one of ``option_names`` (the task's options).
+    """
     axes = data.get("axes", {})
     if not isinstance(axes, dict):
         raise SpecError("axes must be a table of field = [values]")
@@ -155,8 +167,10 @@ def _axis_groups(data: dict) -> list[dict[str, list]]:
     seen: set[str] = set()
     for group in groups:
         for name, values in group.items():
-            if name not in _FIELDS:
-                raise SpecError(f"axis {name!r} is not a Setting field: choose from {', '.join(_FIELDS)}")
+            if name not in _FIELDS and name not in option_names:
+                allowed = ", ".join(_FIELDS + tuple(n for n in option_names if n != "device"))
+                raise SpecError(f"axis {name!r} is not a Setting field or an option of the task: choose from "
+                                f"{allowed}")
             if name in seen:
                 raise SpecError(f"axis {name!r} is given twice")
             seen.add(name)
@@ -221,20 +235,23 @@ def parse_spec(data: dict, default_name: str = "sweep") -> Sweep:
         options = task.check_options(options)
     except (ValueError, ImportError) as error:
         raise SpecError(f"options: {error}") from None
-    groups = _axis_groups(data)
+    groups = _axis_groups(data, [name for name in options if name not in _FIELDS])
     seeds = _seeds(data, task.seeded, task_name)
-    code = task.code_version()
+    code = task.code_version() if task.versioned else ""
     points, keys = [], {}
     combos = itertools.product(*[[dict(zip(g, row)) for row in zip(*g.values())] for g in groups])
     for combo in combos:
         values = {k: v for part in combo for k, v in part.items()}
+        setting_values = {k: v for k, v in values.items() if k in _FIELDS}
+        option_values = {k: v for k, v in values.items() if k not in _FIELDS}
         try:
-            setting = _build_setting(base, values)
-            task.check_setting(setting, options)
+            point_options = task.check_options({**options, **option_values}) if option_values else options
+            setting = _build_setting(base, setting_values)
+            task.check_setting(setting, point_options)
         except (SettingError, ValueError, TypeError) as error:
             raise SpecError(f"point {len(points)} ({_describe(values)}): {error}") from None
         for seed in seeds:
-            point = Point(len(points), task_name, setting, seed, options, values, code)
+            point = Point(len(points), task_name, setting, seed, point_options, values, code)
             if point.key in keys:
                 raise SpecError(f"points {keys[point.key]} and {point.index} have the same config "
                                 f"({_describe(values)}, seed={seed}): drop one")

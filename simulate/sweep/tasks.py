@@ -14,6 +14,9 @@
 ``train``, ``scores``
     Trainings and layer-effectiveness scores through :mod:`simulate.training` and
     :mod:`simulate.scores` (:mod:`simulate.sweep.training_tasks`: options, tables, headline).
+``study``
+    A training and every score of its model, kept in the point's work directory, as one
+    long table (:mod:`simulate.study.point`); the points of ``python -m simulate study``.
 
 A task's run returns an :class:`Outcome` (table, headline numbers, device) or raises
 :class:`PointFailed` (a failure with what was measured) or any other exception (recorded
@@ -21,7 +24,7 @@ as the point's error by :mod:`simulate.sweep.engines`). Heavy imports (torch) ha
 inside the functions, so validating a spec of ``predict`` points stays light.
 
 >>> sorted(TASKS)
-['predict', 'run', 'scores', 'train']
+['predict', 'run', 'scores', 'study', 'train']
 >>> TASKS["run"].check_options({"samples": 4})["metrics"]
 ['var']
 >>> TASKS["run"].check_options({"sample": 4})
@@ -55,7 +58,9 @@ class Task:
     """One task: option checks (defaults filled in), the run of a point, its code version.
 
     ``needs_gpu(options)`` says whether a point asks for CUDA (``device = "cuda"``): the Ray
-    engine requests a GPU for it.
+    engine requests a GPU for it. A ``versioned`` task's code version is part of each
+    point's key (a change of code means new points); a task that is not (``study``: hours
+    of training per spec) records the version with each result instead.
     """
 
     name: str
@@ -65,6 +70,7 @@ class Task:
     version: Callable[[], str]
     check_setting: Callable[[Any, dict], None] = _no_check
     needs_gpu: Callable[[dict], bool] = field(default=lambda options: options.get("device") == "cuda")
+    versioned: bool = True
 
     def code_version(self) -> str:
         """Digest of the sources that decide this task's numbers (a change means new points)."""
@@ -142,6 +148,7 @@ def _run_run(point) -> Outcome:
 
 
 def _tasks() -> dict[str, Task]:
+    from simulate.study import point as study_point
     from simulate.sweep import training_tasks
 
     return {
@@ -154,6 +161,8 @@ def _tasks() -> dict[str, Task]:
         "scores": Task("scores", True, training_tasks.check_scores_options, training_tasks.run_scores,
                        lambda: source_digest(sorted(_OWN_SOURCES), salt=training_tasks.scores_version()),
                        training_tasks.check_train_setting),
+        "study": Task("study", True, study_point.check_options, study_point.run_point, study_point.version,
+                      training_tasks.check_train_setting, versioned=False),
     }
 
 

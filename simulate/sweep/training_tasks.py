@@ -33,15 +33,16 @@ from simulate.sweep.headline import measured_headline
 from simulate.sweep.outcome import Outcome, PointFailed, merge_options
 from simulate.versions import ROOT, source_digest
 
-__all__ = ["TRAIN_DEFAULTS", "SCORES_DEFAULTS", "check_train_options", "check_scores_options", "check_train_setting",
-           "run_train", "run_scores", "train_version", "scores_version"]
+__all__ = ["TRAIN_DEFAULTS", "SCORES_DEFAULTS", "train_config", "check_train_options", "check_scores_options",
+           "check_train_setting", "run_train", "run_scores", "train_version", "scores_version"]
 
 TRAIN_DEFAULTS = {"steps": 300, "batch": 16, "warmup": None, "data": "docs", "log_every": 50, "clip": 0.0,
                   "probe_batch": None, "moe_lns_top_k": False, "precision": "auto", "device": "auto"}
 SCORES_DEFAULTS = {**TRAIN_DEFAULTS, "scores": ["prune", "angular"], "sequences": 64, "at_init": False}
 
 
-def _train_config(options: dict, seed: int = 0):
+def train_config(options: dict, seed: int = 0):
+    """The :class:`simulate.training.TrainConfig` of a point's (checked) options and seed."""
     from simulate.training import TrainConfig
 
     names = [k for k in TRAIN_DEFAULTS if k != "device"]
@@ -53,7 +54,7 @@ def check_train_options(options: dict, task: str = "train", defaults: dict = TRA
     merged = merge_options(options, defaults, task)
     if merged["device"] not in ("auto", "cpu", "cuda"):
         raise ValueError(f"device={merged['device']!r} is not allowed: one of auto, cpu, cuda")
-    _train_config(merged)
+    train_config(merged)
     if merged["precision"] == "tf32" and merged["device"] == "cpu":
         raise ValueError("precision='tf32' is not allowed on the CPU: auto, highest or bf16")
     return merged
@@ -89,7 +90,7 @@ def _train(point, out: Path):
     from simulate.training.loop import LossNotFinite
 
     options = point.options
-    config = _train_config(options, point.seed)
+    config = train_config(options, point.seed)
     device = resolve_device(options["device"])
     trainer = Trainer(point.setting, config, load_corpus(config.data, point.setting.tokens), device, out)
     failure = None

@@ -149,9 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     if saved is not None and saved.get("status") == "done":
         print(f"{PROG}: the run in {out} is complete ({config.steps} steps); nothing to do")
         return 0
-    header = {"command": ["train", *argv], "data": {"name": corpus.name, "train_bytes": len(corpus.train),
-                                                    "held_out_bytes": len(corpus.held_out)}}
-    trainer = Trainer(setting, config, corpus, device, out, header=header, progress=args.progress)
+    trainer = Trainer(setting, config, corpus, device, out, header={"command": ["train", *argv]},
+                      progress=args.progress)
     if saved is not None:
         trainer.resume()
     if args.stop_at is not None and args.stop_at <= trainer.start:

@@ -1,11 +1,31 @@
 """Text for the trained probe: a corpus every machine has, the user's own file, deterministic batches.
 
-Tokens are bytes (vocabulary 256, no tokenizer). ``docs`` is the standard library's own
-documentation, ``pydoc_data.topics.topics`` (about 0.47 M characters of English prose, PSF
-licence): its entries joined in key order, UTF-8. A path is the user's UTF-8 text file;
-a missing, empty, binary (NUL bytes, or not UTF-8) or too short file raises
-:class:`DataError` with one line naming it. The corpus is split by position: the first
-90 % trains, the last 10 % is held out. Training batches are windows at random offsets
+Tokens are bytes (vocabulary 256, no tokenizer). Two corpora every Python installation has
+(:data:`CORPORA`), and the user's own file:
+
+``docs``
+    The standard library's own documentation, ``pydoc_data.topics.topics`` (about 0.47 M
+    characters of English prose, PSF licence): its entries joined in key order, UTF-8,
+    split by position (the first 90 % trains, the last 10 % is held out). 16 x 64-byte
+    batches use it up in about 400 steps.
+``stdlib``
+    The standard library's own Python sources (about 11 MB on CPython 3.11; PSF licence):
+    every ``*.py`` file under ``sysconfig.get_path("stdlib")`` except tests (a path part
+    ``test``, ``tests``, ``idle_test`` or ``test_*``), installed packages
+    (``site-packages``, ``dist-packages``) and ``pydoc_data`` (that is ``docs``). Split by
+    file: a file is held out when the sha256 of its relative path (POSIX form) is 0 mod 10
+    (:func:`held_out_file`), about 10 % of the files. Within each part the files are
+    joined in the order of their relative paths, separated by a blank line. On one Python
+    version the bytes are the same on every machine; another version has other files and
+    other contents, so a corpus is named with its version (``stdlib`` of CPython 3.11.7
+    records ``python 3.11.7`` in a run's ``config.json``) and a loss is comparable only
+    within one version.
+a path
+    The user's UTF-8 text file, split by position like ``docs``; a missing, empty, binary
+    (NUL bytes, or not UTF-8) or too short file raises :class:`DataError` with one line
+    naming it.
+
+Training batches are windows at random offsets
 from a ``torch.Generator`` keyed by ``(seed, step)`` (so a resumed run draws exactly the
 batches an uninterrupted one would); the probe batch is fixed: windows evenly spaced
 over the held-out text.
@@ -13,6 +33,9 @@ over the held-out text.
 >>> corpus = load_corpus("docs", tokens=64)
 >>> corpus.name, corpus.train.dtype, len(corpus.held_out) > 65
 ('docs', torch.uint8, True)
+>>> source = load_corpus("stdlib", tokens=64)
+>>> len(source.train) > 5_000_000, 0.05 < len(source.held_out) / (len(source.train) + len(source.held_out)) < 0.2
+(True, True)
 >>> x, y = train_batch(corpus, batch=2, tokens=8, seed=0, step=3)
 >>> tuple(x.shape), bool((x[:, 1:] == y[:, :-1]).all()), bool((train_batch(corpus, 2, 8, 0, 3)[0] == x).all())
 ((2, 8), True, True)
@@ -20,16 +43,21 @@ over the held-out text.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import platform
+import sysconfig
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import torch
 
 from simulate.noise import key_seed
 
-__all__ = ["HELD_OUT_FRACTION", "STREAMS", "DataError", "Corpus", "docs_bytes", "load_corpus", "train_batch",
-           "probe_batch", "step_generator"]
+__all__ = ["CORPORA", "HELD_OUT_FRACTION", "STREAMS", "DataError", "Corpus", "docs_bytes", "stdlib_files",
+           "held_out_file", "load_corpus", "epochs_seen", "train_batch", "probe_batch", "step_generator"]
 
+CORPORA = ("docs", "stdlib")  # the corpora every Python installation has (module docstring)
 HELD_OUT_FRACTION = 0.1
 # Keyed random streams of a training run (the 'part' of simulate.noise.key_seed).
 STREAMS = {"train_batch": 1, "jac_probe": 2, "e2e_probe": 3}
@@ -47,6 +75,11 @@ class Corpus:
     train: torch.Tensor  # (n_train,) uint8
     held_out: torch.Tensor  # (n_held_out,) uint8
 
+    def describe(self) -> dict:
+        """What a run records of its corpus: name, bytes of each part, and the Python it came with."""
+        return {"name": self.name, "train_bytes": len(self.train), "held_out_bytes": len(self.held_out),
+                "python": platform.python_version()}
+
 
 def docs_bytes() -> bytes:
     """The standard library's documentation text (``pydoc_data.topics``), entries in key order, UTF-8."""
@@ -55,11 +88,55 @@ def docs_bytes() -> bytes:
     return "\n\n".join(topics[key] for key in sorted(topics)).encode("utf-8")
 
 
+_SKIPPED_PARTS = ("test", "tests", "idle_test", "__pycache__", "site-packages", "dist-packages")
+
+
+def held_out_file(relative: str) -> bool:
+    """Whether the stdlib file at ``relative`` (a POSIX path) is held out: its sha256 is 0 mod 10.
+
+    >>> held_out_file("json/decoder.py"), held_out_file("json/encoder.py")
+    (False, False)
+    >>> sum(held_out_file(f"m{i}.py") for i in range(1000))
+    101
+    """
+    return int(hashlib.sha256(relative.encode()).hexdigest(), 16) % 10 == 0
+
+
+def stdlib_files(root: Path | None = None) -> list[str]:
+    """Relative POSIX paths of the standard library's sources that make up ``stdlib``, sorted.
+
+    ``root`` defaults to ``sysconfig.get_path("stdlib")`` (in a virtual environment: the
+    base installation's library).
+    """
+    root = Path(sysconfig.get_path("stdlib") if root is None else root)
+    names = []
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).parts
+        if parts[0] == "pydoc_data" or any(p in _SKIPPED_PARTS or p.startswith("test_") for p in parts):
+            continue
+        names.append(str(PurePosixPath(*parts)))
+    return sorted(names)
+
+
+@functools.lru_cache(maxsize=1)
+def _stdlib_parts() -> tuple[bytes, bytes]:
+    """(training bytes, held-out bytes) of ``stdlib``; read once per process."""
+    root = Path(sysconfig.get_path("stdlib"))
+    train, held_out = [], []
+    for name in stdlib_files(root):
+        (held_out if held_out_file(name) else train).append((root / name).read_bytes())
+    if not train or not held_out:
+        raise DataError(f"data='stdlib' is not allowed: no standard library sources under {root}")
+    return b"\n\n".join(train), b"\n\n".join(held_out)
+
+
 def _read_user_text(path: Path) -> bytes:
     if not path.exists():
-        raise DataError(f"data={str(path)!r} is not allowed: no such file (give a UTF-8 text file or 'docs')")
+        raise DataError(f"data={str(path)!r} is not allowed: no such file (give a UTF-8 text file, 'docs' or "
+                        "'stdlib')")
     if path.is_dir():
-        raise DataError(f"data={str(path)!r} is not allowed: it is a directory (give a UTF-8 text file or 'docs')")
+        raise DataError(f"data={str(path)!r} is not allowed: it is a directory (give a UTF-8 text file, 'docs' or "
+                        "'stdlib')")
     try:
         raw = path.read_bytes()
     except OSError as error:
@@ -85,16 +162,35 @@ def minimum_length(tokens: int) -> int:
     return int(-(-(tokens + 1) // HELD_OUT_FRACTION))
 
 
+def _tensor(raw: bytes) -> torch.Tensor:
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8)  # (n,)
+
+
 def load_corpus(spec: str, tokens: int) -> Corpus:
-    """``'docs'`` or a path; both parts must hold a window of ``tokens + 1`` bytes (else :class:`DataError`)."""
+    """``'docs'``, ``'stdlib'`` or a path; both parts must hold a window of ``tokens + 1`` bytes (else :class:`DataError`)."""
+    if spec == "stdlib":
+        train, held_out = _stdlib_parts()
+        if len(held_out) < tokens + 1:
+            raise DataError(f"data='stdlib' is not allowed: its held-out part ({len(held_out)} bytes) is shorter "
+                            f"than one window of tokens={tokens}")
+        return Corpus("stdlib", _tensor(train), _tensor(held_out))
     raw = docs_bytes() if spec == "docs" else _read_user_text(Path(spec))
     needed = minimum_length(tokens)
     if len(raw) < needed:
         raise DataError(f"data={spec!r} is not allowed: too short ({len(raw)} bytes; at least {needed} needed "
                         f"for tokens={tokens} with {HELD_OUT_FRACTION:.0%} held out)")
-    data = torch.frombuffer(bytearray(raw), dtype=torch.uint8)  # (n,)
+    data = _tensor(raw)  # (n,)
     cut = len(raw) - int(len(raw) * HELD_OUT_FRACTION)
     return Corpus("docs" if spec == "docs" else str(spec), data[:cut].clone(), data[cut:].clone())
+
+
+def epochs_seen(corpus: Corpus, steps: int, batch: int, tokens: int) -> float:
+    """How many times ``steps`` batches of ``batch x tokens`` bytes go through the training part.
+
+    >>> epochs_seen(Corpus("x", torch.zeros(1000, dtype=torch.uint8), torch.zeros(10, dtype=torch.uint8)), 10, 5, 40)
+    2.0
+    """
+    return steps * batch * tokens / len(corpus.train)
 
 
 def step_generator(seed: int, step: int, stream: str) -> torch.Generator:

@@ -36,7 +36,7 @@ from tqdm import tqdm
 from simulate.tables import table_from_stats
 from simulate.versions import source_digest
 from simulate.training.checkpoint import MODEL, load_checkpoint, save_checkpoint, save_model
-from simulate.training.data import Corpus, probe_batch, train_batch
+from simulate.training.data import Corpus, epochs_seen, probe_batch, train_batch
 from simulate.training.model import CausalLM
 from simulate.training.probes import BATCH_METRICS, lm_loss, norms_table, probe, trace_statistics
 from simulate.training.report import RunLogs, bridge_table, growth_row
@@ -220,8 +220,14 @@ class Trainer:
         self.optimizer.step()
 
     # -- files -----------------------------------------------------------------------
+    def data_record(self) -> dict:
+        """The corpus (:meth:`Corpus.describe`) and how many ``epochs`` of its training part the run sees."""
+        epochs = epochs_seen(self.corpus, self.config.steps, self.config.batch, self.setting.tokens)
+        return {**self.corpus.describe(), "epochs": round(epochs, 4)}
+
     def write_config(self, status: str, step: int, **extra) -> None:
-        body = {**self.header, "setting": self.setting.to_dict(), "train": self.config.to_dict(),
+        body = {**self.header, "data": self.data_record(), "setting": self.setting.to_dict(),
+                "train": self.config.to_dict(),
                 "code": code_version(), "device": self.device.type, "precision": self.precision, "status": status,
                 "step": step, "seconds": round(self.seconds, 3), **extra}
         atomic_write(self.out / "config.json",

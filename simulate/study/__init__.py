@@ -1,0 +1,24 @@
+"""Studies: trained and scored models along an axis (depth, width, training length, learning rate), trend verdicts.
+
+``python -m simulate study SPEC.toml ... --out DIR`` (:mod:`simulate.study.cli`). Modules:
+:mod:`~simulate.study.spec` (the spec: a sweep of task ``study`` plus its trend axes and
+claims), :mod:`~simulate.study.point` (what one model computes), :mod:`~simulate.study.runner`
+(each distinct model once, resumable), :mod:`~simulate.study.claims` (the papers' claims),
+:mod:`~simulate.study.statistics` (per-model statistics), :mod:`~simulate.study.trends`
+(levels, slopes, crossings, verdicts), :mod:`~simulate.study.report` (the files). Formats:
+docs/formats.md; the recipe and the atlas: docs/studies.md.
+
+Names are loaded on first use (importing the package imports no torch).
+"""
+
+from __future__ import annotations
+
+from simulate.lazy import lazy_exports
+
+__all__ = ["Study", "StudyError", "load_study", "parse_study", "run_studies", "write_reports", "read_study"]
+
+_HOMES = {"Study": "simulate.study.spec", "StudyError": "simulate.study.spec", "load_study": "simulate.study.spec",
+          "parse_study": "simulate.study.spec", "run_studies": "simulate.study.runner",
+          "write_reports": "simulate.study.report", "read_study": "simulate.study.report"}
+
+__getattr__, __dir__ = lazy_exports("simulate.study", _HOMES, globals())

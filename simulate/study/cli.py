@@ -1,0 +1,78 @@
+"""``python -m simulate study SPEC.toml [SPEC.toml ...] --out DIR``: trained studies and their trend reports.
+
+Validates every spec first (one line naming the file and the key, exit 2, nothing
+written), runs the models that have no point in ``DIR`` yet (each distinct model once,
+:mod:`simulate.study.runner`), then writes each study's reports into ``DIR/NAME/``
+(:mod:`simulate.study.report`). ``--report-only`` rebuilds the reports from the points on
+disk without training anything (a study's shipped results, for instance). Engine flags
+are the sweep's. An interrupt keeps the finished points and exits 130/143; re-running the
+same command resumes (an interrupted training resumes from its last checkpoint).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from simulate.sweep.cli import add_engine_arguments, check_engine, lost_points, run_points
+from theory.cli import CliParser, fail, output_path
+
+__all__ = ["PROG", "build_parser", "main"]
+
+PROG = "python -m simulate study"
+
+
+def build_parser() -> CliParser:
+    """The ``study`` parser."""
+    parser = CliParser(prog=PROG, description="Train and score the models of one or more studies (resumable; a "
+                       "model shared by two studies is trained once) and write each study's trend report. Spec "
+                       "format and outputs: docs/studies.md.")
+    parser.add_argument("specs", nargs="*", metavar="SPEC.toml", help="study specs (TOML)")
+    add_engine_arguments(parser)
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the reports from the points on disk; train nothing")
+    return parser
+
+
+def _load(paths) -> list:
+    from simulate.study.spec import StudyError, load_study
+
+    try:
+        studies = [load_study(path) for path in paths]
+    except StudyError as error:
+        fail(PROG, str(error))
+    names = [s.name for s in studies]
+    for name in names:
+        if names.count(name) > 1:
+            fail(PROG, f"two studies are named {name!r}: each study needs its own name (the name key, or the file "
+                       "name)")
+    return studies
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``study`` command; returns the exit code."""
+    from simulate.study.report import write_reports
+    from simulate.study.runner import run_studies, union_sweep
+
+    args = build_parser().parse_args(argv)
+    if not args.specs or args.out is None:
+        fail(PROG, "one or more specs and --out DIR are needed (see --help)")
+    studies = _load(args.specs)
+    if args.report_only:
+        out = output_path(PROG, args.out, directory=True)
+    else:
+        check_engine(args, union_sweep(studies, args.out), PROG)
+        out = output_path(PROG, args.out, directory=True)
+        report = run_points(PROG, out, lambda: run_studies(
+            studies, out, engine=args.engine, workers=args.workers, address=args.address,
+            progress=args.progress, retry_failed=args.retry_failed))
+        if isinstance(report, int):
+            return report
+        print(f"{PROG}: {report.total} models ({report.skipped} done before, {report.ran} run now, {report.failed} "
+              f"failed) in {report.seconds:.1f} s on {args.engine}", file=sys.stderr)
+        if lost_points(PROG, report):
+            return 1
+    for study in studies:
+        written = write_reports(study, out)
+        print(f"study {study.name}: {written.points} models, {written.claims} claim rows, "
+              f"{written.warnings} warnings -> {written.folder}")
+    return 0

@@ -1,0 +1,186 @@
+"""What one point of a study computes: a training, the scores of its model, one long table of both.
+
+A study point is a sweep point of task ``study`` (:data:`simulate.sweep.tasks.TASKS`): the
+point's Setting trained with its seed (:class:`simulate.training.Trainer`), then every
+selected score of the trained model (:func:`simulate.scores.score_run`), nothing more: the
+model is trained once and scored from the weights it ends with. The run directory is the
+point's ``workdir`` (``DIR/runs/KEY`` of a study; a temporary directory otherwise), so an
+interrupted point resumes from its last checkpoint (removed once the training is done) and
+a finished one can be scored again (``python -m simulate scores DIR/runs/KEY``).
+
+Options (defaults: the study recipe of docs/studies.md, after P1's and P2's training) are
+``python -m simulate train``'s flags and the scores': ``steps`` (1600), ``batch`` (16),
+``warmup`` (steps/10), ``data`` ("stdlib"), ``log_every`` (100), ``clip`` (1.0),
+``probe_batch`` (= batch), ``moe_lns_top_k``, ``precision`` (auto), ``device`` (auto),
+``scores`` ("all"), ``sequences`` (64), ``pairs`` ("all": every block pair of the
+permutation score).
+
+The point's table (:data:`RAW_COLUMNS`, one row per number) holds
+
+=========  ==================================================================
+``loss``   ``step``, ``name`` = split (``train``, ``val``), ``value`` = loss
+``layers`` every probe metric of ``train_layers.csv``: ``step``, ``layer``,
+           ``name`` = metric, ``value`` = mean, ``sem``
+``scores`` ``scores.csv`` of the last step: ``layer``, ``name`` = score, ``value``, ``sem``
+``pairs``  ``pairs.csv``: ``layer``, ``other``, ``name`` = score, ``value``
+=========  ==================================================================
+
+with ``-1`` where a column does not apply. Headline: ``val_loss`` (the scores' held-out
+loss), ``final_train_loss``, ``epochs`` of the corpus seen, ``train_s`` and ``score_s``
+(seconds), and ``code`` (the code version of the training and the scores, recorded
+because a study's key leaves it out).
+
+>>> sorted(check_options({"steps": 8})["scores"])[:2]
+['angular', 'causal']
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+
+from simulate.sweep.outcome import Outcome, PointFailed, merge_options
+from simulate.sweep.training_tasks import SCORES_DEFAULTS, check_scores_options, scores_version
+
+__all__ = ["STUDY_DEFAULTS", "RAW_COLUMNS", "RAW_TABLES", "check_options", "run_point", "raw_table", "version"]
+
+STUDY_DEFAULTS = {**SCORES_DEFAULTS, "steps": 1600, "data": "stdlib", "log_every": 100, "clip": 1.0,
+                  "scores": "all", "pairs": "all"}
+STUDY_DEFAULTS.pop("at_init")
+RAW_COLUMNS = ["table", "step", "layer", "other", "name", "value", "sem"]
+RAW_TABLES = ("loss", "layers", "scores", "pairs")
+
+
+def check_options(options: dict) -> dict:
+    """Defaults filled in and checked (ValueError naming the option), as the train and scores flags are."""
+    merged = merge_options(options, STUDY_DEFAULTS, "study")
+    pairs = merged.pop("pairs")
+    if pairs != "all" and (isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 1):
+        raise ValueError(f"pairs={pairs!r} is not allowed: 'all' or an integer >= 1 (block pairs l2 - l1 <= K)")
+    checked = check_scores_options({**merged, "at_init": False})
+    checked.pop("at_init")
+    return {**checked, "pairs": pairs}
+
+
+def version() -> str:
+    """The code version of a study point: the trainer's and the scores' sources (:func:`scores_version`)."""
+    return scores_version()
+
+
+@contextmanager
+def _run_directory(point):
+    """The point's run directory: its ``workdir``, or a temporary one removed afterwards."""
+    if point.workdir is not None:
+        path = Path(point.workdir)
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="study-point-") as temp:
+        yield Path(temp)
+
+
+def _saved_config(run: Path) -> dict | None:
+    try:
+        return json.loads((run / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _train(point, run: Path, device) -> float:
+    """Train the point into ``run`` (resuming a checkpoint of the same code; a finished run is kept); seconds."""
+    from simulate.sweep.training_tasks import train_config
+    from simulate.training import Trainer, load_corpus
+    from simulate.training.checkpoint import CHECKPOINT, checkpoint_step
+    from simulate.training.loop import code_version
+
+    saved = _saved_config(run)
+    if saved is not None and saved.get("code") != code_version():
+        shutil.rmtree(run)  # another version of the code: start again
+        run.mkdir(parents=True)
+        saved = None
+    if saved is not None and saved.get("status") == "done":
+        return float(saved.get("seconds", 0.0))
+    config = train_config(point.options, point.seed)
+    trainer = Trainer(point.setting, config, load_corpus(config.data, point.setting.tokens), device, run,
+                      header={"point": point.key})
+    if saved is not None and checkpoint_step(run) is not None:
+        trainer.resume()
+    trainer.run()
+    (run / CHECKPOINT).unlink(missing_ok=True)  # done: model.safetensors is what the scores read
+    return trainer.seconds
+
+
+def _score(point, run: Path, device) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+    """scores.csv and pairs.csv of the trained model (kept in ``run/scores``; reused when there)."""
+    from simulate.scores import ScoreOptions, score_run
+
+    where = run / "scores"
+    if (where / "summary.json").is_file():
+        summary = json.loads((where / "summary.json").read_text())
+        return pd.read_csv(where / "scores.csv"), pd.read_csv(where / "pairs.csv"), float(summary["score_s"])
+    options = point.options
+    started = time.perf_counter()
+    scores, pairs, summary = score_run(run, tuple(options["scores"]),
+                                       ScoreOptions(sequences=options["sequences"], pairs=options["pairs"]),
+                                       device=device)
+    seconds = time.perf_counter() - started
+    where.mkdir(exist_ok=True)
+    scores.to_csv(where / "scores.csv", index=False)
+    pairs.to_csv(where / "pairs.csv", index=False)
+    (where / "summary.json").write_text(json.dumps({**summary, "score_s": seconds}, indent=2) + "\n")
+    return scores, pairs, seconds
+
+
+def raw_table(run: Path, scores: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The point's long table (module docstring) from a run directory and its scores."""
+    parts = []
+    loss = pd.read_csv(run / "loss.csv")
+    parts.append(pd.DataFrame({"table": "loss", "step": loss["step"], "layer": -1, "other": -1,
+                               "name": loss["split"], "value": loss["loss"], "sem": float("nan")}))
+    layers = pd.read_csv(run / "train_layers.csv")
+    parts.append(pd.DataFrame({"table": "layers", "step": layers["step"], "layer": layers["layer"], "other": -1,
+                               "name": layers["metric"], "value": layers["mean"], "sem": layers["sem"]}))
+    last = int(loss["step"].max())
+    if scores is not None:
+        parts.append(pd.DataFrame({"table": "scores", "step": last, "layer": scores["layer"], "other": -1,
+                                   "name": scores["score"], "value": scores["value"], "sem": scores["sem"]}))
+    if pairs is not None:
+        parts.append(pd.DataFrame({"table": "pairs", "step": last, "layer": pairs["layer"], "other": pairs["other"],
+                                   "name": pairs["score"], "value": pairs["value"], "sem": float("nan")}))
+    table = pd.concat(parts, ignore_index=True)[RAW_COLUMNS]
+    return table.astype({"step": "int64", "layer": "int64", "other": "int64", "value": "float64",
+                         "sem": "float64"})
+
+
+def _headline(run: Path, table: pd.DataFrame, train_s: float, score_s: float) -> dict:
+    config = _saved_config(run) or {}
+    loss = table[table["table"] == "loss"]
+    train = loss[loss["name"] == "train"].sort_values("step")["value"]
+    scored = table[(table["table"] == "scores") & (table["name"] == "loss")]["value"]
+    return {"val_loss": float(scored.iloc[0]) if len(scored) else float("nan"),
+            "final_train_loss": float(train.iloc[-1]) if len(train) else float("nan"),
+            "epochs": float(config.get("data", {}).get("epochs", float("nan"))),
+            "train_s": round(train_s, 2), "score_s": round(score_s, 2), "code": version()}
+
+
+def run_point(point) -> Outcome:
+    """Train, score and tabulate one study point (module docstring); a nan loss fails it, keeping the logs."""
+    from simulate.stack import resolve_device
+    from simulate.training.loop import LossNotFinite
+
+    device = resolve_device(point.options["device"])
+    with _run_directory(point) as run:
+        try:
+            train_s = _train(point, run, device)
+        except LossNotFinite as error:
+            table = raw_table(run)
+            raise PointFailed(str(error), table, _headline(run, table, 0.0, 0.0), device.type) from None
+        scores, pairs, score_s = _score(point, run, device)
+        table = raw_table(run, scores, pairs)
+        return Outcome(table, _headline(run, table, train_s, score_s), device.type)

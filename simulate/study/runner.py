@@ -1,0 +1,79 @@
+"""Run one or several studies into a directory: each distinct model trained once, then every report.
+
+Layout of ``DIR``::
+
+    DIR/points/KEY.parquet     one trained and scored model (simulate.study.point), as a sweep point
+    DIR/runs/KEY/              its training run: logs, scores, model.safetensors (not needed by reports)
+    DIR/summary.csv            one row per model of all the studies (simulate.sweep.store)
+    DIR/NAME/spec.toml         each study's spec, then its reports (simulate.study.report)
+
+Studies that share a model (the same Setting, options and seed) share its point: the
+union of their points runs as one sweep (:func:`simulate.sweep.run_sweep`: resumable, local
+pool or Ray), longest first so that the last worker to finish is not the one holding the
+deepest model. A study's key leaves the code version out (:attr:`simulate.sweep.tasks.Task.versioned`):
+a point on disk is reused whatever code made it, its version is in its record, and
+the reports say which versions they rest on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from simulate.study.spec import Study
+from simulate.sweep import SweepReport, run_sweep
+from simulate.sweep.spec import Sweep
+from theory.cli import atomic_write
+
+__all__ = ["RUNS_DIR", "union_sweep", "training_cost", "write_specs", "run_studies"]
+
+RUNS_DIR = "runs"
+
+
+def training_cost(point) -> float:
+    """A proportional estimate of a point's training work: tokens x the per-token work of its stack.
+
+    >>> from theory.setting import Setting
+    >>> from simulate.sweep.spec import Point
+    >>> point = lambda depth: Point(0, "study", Setting(depth=depth), 0, {"steps": 10, "batch": 2}, {}, "")
+    >>> training_cost(point(8)) / training_cost(point(4))
+    2.0
+    """
+    s, options = point.setting, point.options
+    per_token = s.depth * (4 * s.width**2 + 3 * s.width * s.resolved_ffn_width + 2 * s.tokens * s.width)
+    return float(options["steps"] * options["batch"] * s.tokens * per_token)
+
+
+def union_sweep(studies: list[Study], out: Path) -> Sweep:
+    """The distinct points of ``studies`` (by key), longest first, each with its run directory."""
+    points: dict[str, object] = {}
+    for study in studies:
+        for point in study.sweep.points:
+            points.setdefault(point.key, point)
+    ordered = sorted(points.values(), key=training_cost, reverse=True)
+    fields = tuple(dict.fromkeys(f for study in studies for f in study.sweep.axis_fields))
+    runs = Path(out) / RUNS_DIR
+    return Sweep("+".join(s.name for s in studies), "study",
+                 tuple(dataclasses.replace(p, index=i, workdir=str(runs / p.key)) for i, p in enumerate(ordered)),
+                 fields)
+
+
+def write_specs(studies: list[Study], out: Path) -> None:
+    """Each study's spec text to ``DIR/NAME/spec.toml`` (the record of what ran)."""
+    for study in studies:
+        folder = Path(out) / study.name
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(folder / "spec.toml", lambda temp, text=study.text: Path(temp).write_text(text))
+
+
+def run_studies(studies: list[Study], out: str | Path, *, engine: str = "local", workers: int | None = None,
+                address: str | None = None, progress: bool = False, retry_failed: bool = False) -> SweepReport:
+    """Run every point of ``studies`` that has no file in ``out`` yet (module docstring); the sweep's report."""
+    out = Path(out)
+    names = [s.name for s in studies]
+    if len(set(names)) != len(names):
+        raise ValueError(f"studies named {sorted({n for n in names if names.count(n) > 1})[0]!r} twice: each "
+                         "study needs its own name (the name key, or the file name)")
+    write_specs(studies, out)
+    return run_sweep(union_sweep(studies, out), out, engine=engine, workers=workers, address=address,
+                     progress=progress, retry_failed=retry_failed)

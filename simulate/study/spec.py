@@ -1,0 +1,154 @@
+"""A study spec (TOML): a sweep of trained and scored models, the axes its trends run along, its claims.
+
+A study is a sweep whose task is ``study`` (:mod:`simulate.study.point`) plus a ``[study]``
+table; everything else is a sweep spec (README "Sweeps"), and an axis may name a training
+option (``steps``) as well as a Setting field::
+
+    name = "depth"
+    seeds = 3                       # at least 2: intervals are over seeds
+
+    [setting]
+    preset = "llama"
+    width = 64
+
+    [axes]
+    scheme = ["pre", "lns"]
+    depth = [4, 8, 16, 32, 64]
+
+    [options]                       # simulate.study.point: the study recipe by default
+    steps = 1600
+
+    [study]
+    axes = ["depth"]                # trends along these (numbers > 0, at least two values each)
+    claims = ["p2-depth-usefulness"]  # default: every claim the points can test
+
+Bad input raises :class:`StudyError` (one line naming the key): an unknown key, axis or
+claim, an axis of one value, fewer than two seeds, a claim whose schemes the study does
+not train.
+
+>>> study = parse_study({"setting": {"preset": "llama", "width": 16, "heads": 2, "tokens": 16},
+...                      "axes": {"scheme": ["pre", "lns"], "depth": [2, 4]}, "seeds": 2,
+...                      "options": {"steps": 4, "data": "docs"}, "study": {"axes": ["depth"]}})
+>>> study.name, len(study.sweep.points), study.axes, "p1-lns-loss" in study.claims
+('study', 8, ('depth',), True)
+>>> parse_study({"axes": {"depth": [2]}, "seeds": 2, "study": {"axes": ["depth"]}})
+Traceback (most recent call last):
+...
+simulate.study.spec.StudyError: study.axes: 'depth' has one value (2): a trend needs at least two
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulate.study.claims import CLAIMS, applicable_claims
+from simulate.sweep.spec import SPEC_KEYS, SpecError, Sweep, parse_spec, read_spec
+
+__all__ = ["STUDY_KEYS", "StudyError", "Study", "parse_study", "load_study"]
+
+STUDY_KEYS = tuple(k for k in SPEC_KEYS if k != "task") + ("study",)
+_STUDY_TABLE = ("axes", "claims")
+
+
+class StudyError(ValueError):
+    """A study spec that cannot run; the message is one line naming the key."""
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated study: its name, its points (a sweep of task ``study``), trend axes, claims, TOML text."""
+
+    name: str
+    sweep: Sweep
+    axes: tuple[str, ...]
+    claims: tuple[str, ...]
+    text: str = ""
+
+    def schemes(self) -> tuple[str, ...]:
+        """The norm schemes the study trains, in first-seen order."""
+        return tuple(dict.fromkeys(p.setting.scheme for p in self.sweep.points))
+
+    def axis_values(self, axis: str) -> list:
+        """The distinct values of ``axis`` over the points, sorted."""
+        return sorted({_point_value(p, axis) for p in self.sweep.points})
+
+
+def _point_value(point, axis: str):
+    return point.axes[axis] if axis in point.axes else getattr(point.setting, axis)
+
+
+def _seed_count(data: dict) -> None:
+    seeds = data.get("seeds")
+    count = seeds if isinstance(seeds, int) and not isinstance(seeds, bool) else (
+        len(seeds) if isinstance(seeds, list) else 1)
+    if count < 2:
+        raise StudyError(f"seeds={seeds!r} is not allowed: at least 2 seeds (a count or a list), since every "
+                         "interval of a study is over seeds")
+
+
+def _study_axes(table: dict, sweep: Sweep) -> tuple[str, ...]:
+    axes = table.get("axes")
+    if not isinstance(axes, list) or not axes or not all(isinstance(a, str) for a in axes):
+        raise StudyError(f"study.axes={axes!r} is not allowed: a non-empty list of swept field names")
+    for axis in axes:
+        if axis not in sweep.axis_fields or axis == "scheme":
+            swept = ", ".join(f for f in sweep.axis_fields if f != "scheme") or "none"
+            raise StudyError(f"study.axes: {axis!r} is not a swept numeric field of this study: choose from {swept}")
+        values = sorted({_point_value(p, axis) for p in sweep.points})
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and math.isfinite(v)
+                   for v in values):
+            raise StudyError(f"study.axes: {axis!r} has values {values}: trends run against log({axis}), so "
+                             "each value must be a number > 0")
+        if len(values) < 2:
+            raise StudyError(f"study.axes: {axis!r} has one value ({values[0]}): a trend needs at least two")
+    return tuple(axes)
+
+
+def _claims(table: dict, schemes: tuple[str, ...]) -> tuple[str, ...]:
+    claims = table.get("claims")
+    if claims is None:
+        return applicable_claims(schemes)
+    if not isinstance(claims, list) or not claims or not all(isinstance(c, str) for c in claims):
+        raise StudyError(f"study.claims={claims!r} is not allowed: a non-empty list of claim names")
+    for name in claims:
+        if name not in CLAIMS:
+            raise StudyError(f"study.claims: {name!r} is not a claim: choose from {', '.join(CLAIMS)}")
+        missing = [s for s in CLAIMS[name].schemes if s not in schemes]
+        if missing:
+            raise StudyError(f"study.claims: {name!r} needs scheme {missing[0]!r}, which this study does not "
+                             f"train (schemes: {', '.join(schemes)})")
+    return tuple(claims)
+
+
+def parse_study(data: dict, default_name: str = "study", text: str = "") -> Study:
+    """Validate a study spec (the parsed TOML) and expand its points (module docstring)."""
+    unknown = sorted(set(data) - set(STUDY_KEYS))
+    if unknown:
+        hint = "; a study's points are all of task 'study'" if "task" in unknown else ""
+        raise StudyError(f"unknown key {unknown[0]!r}: a study spec has {', '.join(STUDY_KEYS)}{hint}")
+    table = data.get("study")
+    if not isinstance(table, dict):
+        raise StudyError("a [study] table is needed (axes = [...], optionally claims = [...])")
+    extra = sorted(set(table) - set(_STUDY_TABLE))
+    if extra:
+        raise StudyError(f"unknown key study.{extra[0]}: the [study] table has {', '.join(_STUDY_TABLE)}")
+    _seed_count(data)
+    try:
+        sweep = parse_spec({**{k: v for k, v in data.items() if k != "study"}, "task": "study"}, default_name)
+    except SpecError as error:
+        raise StudyError(str(error)) from None
+    axes = _study_axes(table, sweep)
+    schemes = tuple(dict.fromkeys(p.setting.scheme for p in sweep.points))
+    return Study(sweep.name, sweep, axes, _claims(table, schemes), text)
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and validate a study spec file; errors name the file."""
+    path = Path(path)
+    try:
+        data = read_spec(path)
+        return parse_study(data, default_name=path.stem, text=path.read_text())
+    except (SpecError, StudyError) as error:
+        raise StudyError(f"{path}: {error}") from None
