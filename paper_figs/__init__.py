@@ -6,7 +6,8 @@ paths`` (a PNG and a PDF per figure). Build them with ``python -m paper_figs
 cache, so a second build is fast. The figure modules share :mod:`paper_figs.style` (look,
 bands, theory lines, what each line was drawn from), :mod:`paper_figs.legends` and
 :mod:`paper_figs.profiles` (per-layer profile panels); :mod:`paper_figs.layout` checks a
-rendered figure for overlapping or too small text. The notebooks import their helpers from
+rendered figure for overlapping or too small text. The ``study_*`` figures read the atlas's
+shipped results (``results/atlas``, :mod:`paper_figs.studies`). The notebooks import their helpers from
 :mod:`paper_figs.notebook` and :mod:`paper_figs.explorer`.
 
 >>> sorted(FIGURES)[:3]
@@ -15,7 +16,7 @@ rendered figure for overlapping or too small text. The notebooks import their he
 
 from __future__ import annotations
 
-from paper_figs import angular, depth_profiles, jacobians, regimes, sparsity, sweep_growth
+from paper_figs import angular, depth_profiles, jacobians, regimes, sparsity, studies, sweep_growth
 from paper_figs import trained_depth, trained_sparsity
 
 __all__ = ["FIGURES"]
@@ -38,4 +39,8 @@ FIGURES = {
     "trained_angular": trained_depth.trained_angular,
     "trained_sparsity": trained_sparsity.trained_sparsity,
     "trained_bridge": trained_depth.trained_bridge,
+    "study_depth": studies.study_depth,
+    "study_pruning": studies.study_pruning,
+    "study_lns_gain": studies.study_lns_gain,
+    "study_phase": studies.study_phase,
 }

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from simulate.cache import write_atomic
 from simulate.compare import APPROX_REL_TOLERANCE, COLUMNS, Z_LIMIT, check, compare, describe_setting, verdict_row
 from simulate.interrupts import deferred_signals, exit_code, handle_signals, interrupted_line, signal_of
-from theory.cli import CliParser, add_progress_argument, fail, output_path, progress_enabled
+from theory.cli import CliParser, add_progress_argument, fail, markdown_table, output_path, progress_enabled
 from theory.setting import Setting
 
 __all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "summarize", "to_markdown", "main",
@@ -237,25 +237,14 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _markdown_table(frame: pd.DataFrame) -> str:
-    def cell(value) -> str:
-        if isinstance(value, float):
-            return "" if math.isnan(value) else f"{value:.4g}"
-        return str(value).replace("|", "\\|")
-
-    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join(lines)
-
-
 def to_markdown(table: pd.DataFrame, *, title: str = "Theory against Monte-Carlo") -> str:
     """The per-lemma summary and the full table as one Markdown document."""
     return (f"# {title}\n\nVerdict rules: exact laws hold when |z| <= {Z_LIMIT:g} at every layer "
             f"(z in Monte-Carlo standard errors); bounds hold when never crossed by more than {Z_LIMIT:g} sem "
             f"(tightness = measured/bound at the last layer); approximate laws within "
             f"{APPROX_REL_TOLERANCE:.0%} relative error hold approximately.\n\n## Per lemma\n\n"
-            f"{_markdown_table(summarize(table))}\n{trained_section(table)}\n## Every setting\n\n"
-            f"{_markdown_table(table)}\n")
+            f"{markdown_table(summarize(table))}\n{trained_section(table)}\n## Every setting\n\n"
+            f"{markdown_table(table)}\n")
 
 
 def init_growth_rows(pending: dict, samples: int) -> list[dict]:
@@ -288,7 +277,7 @@ def trained_section(table: pd.DataFrame) -> str:
     """verify.md's "Trained claims" section ('' when the table has no trained rows)."""
     from simulate.scores.trained_claims import trained_markdown
 
-    return trained_markdown(table, _markdown_table)
+    return trained_markdown(table, markdown_table)
 
 
 def check_trained_runs(prog: str, runs) -> None:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Callable, NoReturn
 if TYPE_CHECKING:  # pandas is imported where a table is written, not by every command line
     import pandas
 
-__all__ = ["CliParser", "fail", "atomic_write", "output_path", "write_csv", "add_progress_argument",
-           "progress_enabled"]
+__all__ = ["CliParser", "fail", "atomic_write", "output_path", "write_csv", "markdown_table",
+           "add_progress_argument", "progress_enabled"]
 
 
 def fail(prog: str, message: str, code: int = 2) -> NoReturn:
@@ -137,3 +137,24 @@ def write_csv(table: pandas.DataFrame, path: str) -> None:
         stream.write((",".join(table.columns) + "\n").encode())
         pa_csv.write_csv(pa.Table.from_pandas(table, preserve_index=False), stream,
                          pa_csv.WriteOptions(include_header=False, quoting_style="none"))
+
+
+def markdown_table(frame: pandas.DataFrame) -> str:
+    """A Markdown table of ``frame``: floats to 4 significant digits, NaN as an empty cell, ``|`` escaped.
+
+    >>> import pandas as pd
+    >>> print(markdown_table(pd.DataFrame({"id": ["a|b"], "value": [0.123456], "n": [float("nan")]})))
+    | id | value | n |
+    |---|---|---|
+    | a\\|b | 0.1235 |  |
+    """
+    import math
+
+    def cell(value) -> str:
+        if isinstance(value, float):
+            return "" if math.isnan(value) else f"{value:.4g}"
+        return str(value).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)

@@ -132,8 +132,9 @@ def growth_summary(curves) -> GrowthSummary:
         label = "undetermined"  # too few layers, or a profile too flat to have a class
     else:  # an exponential that does not e-fold over the stack is its own linearisation: not a class of its own
         label = "exponential" if rss_exp < rss_poly and rate[0] * depth >= 1.0 else "polynomial"
-    return GrowthSummary(label, exponent, rate, step, float(np.nanmean([s[3] for s in steps])), rss_poly, rss_exp,
-                         len(curves), depth, growth)
+    constants = np.array([s[3] for s in steps], dtype=float)  # (S,)
+    constant = float(constants[np.isfinite(constants)].mean()) if np.isfinite(constants).any() else math.nan
+    return GrowthSummary(label, exponent, rate, step, constant, rss_poly, rss_exp, len(curves), depth, growth)
 
 
 def _interval(estimate) -> str:

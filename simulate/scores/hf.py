@@ -28,8 +28,8 @@ import torch.nn.functional as F
 
 from simulate.scores.stack import LayerStack
 
-__all__ = ["HFError", "is_hf_directory", "load_hf", "HFStack", "hf_held_out_batches", "score_hf", "export_llama",
-           "main"]
+__all__ = ["HFError", "is_hf_directory", "load_hf", "HFStack", "hf_held_out_batches", "score_hf", "llama_config",
+           "llama_tensors", "llama_model", "export_llama", "main"]
 
 
 class HFError(ValueError):
@@ -145,7 +145,8 @@ def score_hf(path, groups, options, *, tokens: int | None = None, data: str | No
     return scores, pairs, summary
 
 
-def _hf_config(setting) -> dict:
+def llama_config(setting) -> dict:
+    """The ``config.json`` of a LLaMA checkpoint with the architecture of ``setting`` (llama preset)."""
     return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 256,
             "hidden_size": setting.width, "intermediate_size": setting.resolved_ffn_width,
             "num_hidden_layers": setting.depth, "num_attention_heads": setting.heads,
@@ -166,12 +167,8 @@ def _check_exportable(setting) -> None:
                       "transformer with rmsnorm, swiglu, rope, causal attention, no mask and no alignment")
 
 
-def export_llama(model, out_dir) -> Path:
-    """Write ``model`` (:class:`~simulate.training.model.CausalLM`) as a LLaMA checkpoint directory."""
-    from safetensors.torch import save_file
-
-    from theory.cli import atomic_write
-
+def llama_tensors(model) -> dict[str, torch.Tensor]:
+    """The state dict of ``LlamaForCausalLM`` that computes what ``model`` (:class:`CausalLM`) computes (float32, CPU)."""
     setting = model.setting
     _check_exportable(setting)
     tensors = {"model.embed_tokens.weight": model.embed.weight, "model.norm.weight": model.final_norm.weight,
@@ -186,11 +183,30 @@ def export_llama(model, out_dir) -> Path:
             f"{prefix}.post_attention_layernorm.weight": mlp.norm_input.weight * mlp.input_scale,
             f"{prefix}.mlp.gate_proj.weight": mlp.fn.up, f"{prefix}.mlp.up_proj.weight": mlp.fn.gate,
             f"{prefix}.mlp.down_proj.weight": mlp.fn.down})
-    tensors = {k: v.detach().float().cpu().contiguous() for k, v in tensors.items()}
+    return {k: v.detach().float().cpu().contiguous() for k, v in tensors.items()}
+
+
+def llama_model(model):
+    """A ``transformers`` ``LlamaForCausalLM`` (fused SDPA attention) with ``model``'s weights, in memory."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(**{k: v for k, v in llama_config(model.setting).items() if k != "architectures"})
+    llama = LlamaForCausalLM._from_config(config, attn_implementation="sdpa")
+    llama.load_state_dict(llama_tensors(model))
+    return llama
+
+
+def export_llama(model, out_dir) -> Path:
+    """Write ``model`` (:class:`~simulate.training.model.CausalLM`) as a LLaMA checkpoint directory."""
+    from safetensors.torch import save_file
+
+    from theory.cli import atomic_write
+
+    tensors = llama_tensors(model)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "model.safetensors", lambda temp: save_file(tensors, temp, metadata={"format": "pt"}))
-    config = json.dumps(_hf_config(setting), indent=2, sort_keys=True) + "\n"
+    config = json.dumps(llama_config(model.setting), indent=2, sort_keys=True) + "\n"
     atomic_write(out / "config.json", lambda temp: Path(temp).write_text(config))
     return out
 

@@ -3,8 +3,9 @@
 Validates every spec first (one line naming the file and the key, exit 2, nothing
 written), runs the models that have no point in ``DIR`` yet (each distinct model once,
 :mod:`simulate.study.runner`), then writes each study's reports into ``DIR/NAME/``
-(:mod:`simulate.study.report`). ``--report-only`` rebuilds the reports from the points on
-disk without training anything (a study's shipped results, for instance). Engine flags
+(:mod:`simulate.study.report`) and, with a depth study among them, ``DIR/extrapolation.md``
+(:mod:`simulate.study.extrapolation_report`). ``--report-only`` rebuilds the reports from
+the points on disk without training anything (a study's shipped results, for instance). Engine flags
 are the sweep's. An interrupt keeps the finished points and exits 130/143; re-running the
 same command resumes (an interrupted training resumes from its last checkpoint).
 """
@@ -50,9 +51,9 @@ def _load(paths) -> list:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``study`` command; returns the exit code."""
-    from simulate.study.report import write_reports
     from simulate.study.runner import run_studies, union_sweep
 
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     if not args.specs or args.out is None:
         fail(PROG, "one or more specs and --out DIR are needed (see --help)")
@@ -71,8 +72,15 @@ def main(argv: list[str] | None = None) -> int:
               f"failed) in {report.seconds:.1f} s on {args.engine}", file=sys.stderr)
         if lost_points(PROG, report):
             return 1
+    from simulate.study.extrapolation_report import write_extrapolation
+    from simulate.study.report import write_reports
+
+    command = " ".join([PROG, *argv])
     for study in studies:
-        written = write_reports(study, out)
+        written = write_reports(study, out, command)
         print(f"study {study.name}: {written.points} models, {written.claims} claim rows, "
               f"{written.warnings} warnings -> {written.folder}")
+    extrapolation = write_extrapolation(studies, out)
+    if extrapolation is not None:
+        print(f"bridge laws, their extrapolation test and the papers' sizes -> {extrapolation}")
     return 0

@@ -40,7 +40,7 @@ simulate.study.spec.StudyError: study.axes: 'depth' has one value (2): a trend n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulate.study.claims import CLAIMS, applicable_claims
@@ -58,13 +58,27 @@ class StudyError(ValueError):
 
 @dataclass(frozen=True)
 class Study:
-    """A validated study: its name, its points (a sweep of task ``study``), trend axes, claims, TOML text."""
+    """A validated study: its name, its points (a sweep of task ``study``), trend axes, claims, TOML text.
+
+    ``linked`` maps a swept field to the fields zipped with it (``heads`` moves with ``width``):
+    along an axis those move too, so they are not groups of its own.
+    """
 
     name: str
     sweep: Sweep
     axes: tuple[str, ...]
     claims: tuple[str, ...]
     text: str = ""
+    linked: dict = field(default_factory=dict)
+
+    def group_fields(self, axis: str) -> tuple[str, ...]:
+        """The swept fields that stay fixed along ``axis``: one trend per combination of their values."""
+        moving = {axis, "scheme", *self.linked.get(axis, ())}
+        return tuple(f for f in self.sweep.axis_fields if f not in moving)
+
+    def cell_fields(self) -> tuple[str, ...]:
+        """The swept fields but ``scheme``: a cell of the study is one value of each."""
+        return tuple(f for f in self.sweep.axis_fields if f != "scheme")
 
     def schemes(self) -> tuple[str, ...]:
         """The norm schemes the study trains, in first-seen order."""
@@ -141,14 +155,17 @@ def parse_study(data: dict, default_name: str = "study", text: str = "") -> Stud
         raise StudyError(str(error)) from None
     axes = _study_axes(table, sweep)
     schemes = tuple(dict.fromkeys(p.setting.scheme for p in sweep.points))
-    return Study(sweep.name, sweep, axes, _claims(table, schemes), text)
+    zips = data.get("zip", [])
+    linked = {name: tuple(n for n in group if n != name)
+              for group in ([zips] if isinstance(zips, dict) else zips) for name in group}
+    return Study(sweep.name, sweep, axes, _claims(table, schemes), text, linked)
 
 
-def load_study(path: str | Path) -> Study:
-    """Read and validate a study spec file; errors name the file."""
+def load_study(path: str | Path, default_name: str | None = None) -> Study:
+    """Read and validate a study spec file (named by its ``name`` key, else ``default_name`` or the file's stem)."""
     path = Path(path)
     try:
         data = read_spec(path)
-        return parse_study(data, default_name=path.stem, text=path.read_text())
+        return parse_study(data, default_name=default_name or path.stem, text=path.read_text())
     except (SpecError, StudyError) as error:
         raise StudyError(f"{path}: {error}") from None

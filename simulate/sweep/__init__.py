@@ -13,13 +13,21 @@ From Python::
     from simulate.sweep import load_spec, run_sweep, read_summary
     report = run_sweep(load_spec("examples/depth_by_scheme.toml"), "sweeps/demo")
     summary = read_summary("sweeps/demo")
+
+Names are loaded on first use, so that a module of the package (the task outcomes a study
+point imports) can be imported without the runner and its engines.
 """
 
 from __future__ import annotations
 
-from simulate.sweep.runner import SweepReport, run_sweep
-from simulate.sweep.spec import Point, SpecError, Sweep, load_spec, parse_spec, read_spec
-from simulate.sweep.store import read_point, read_summary
+from simulate.lazy import lazy_exports
 
 __all__ = ["read_spec", "load_spec", "parse_spec", "run_sweep", "read_summary", "read_point", "Point", "Sweep",
            "SpecError", "SweepReport"]
+
+_HOMES = {"SweepReport": "simulate.sweep.runner", "run_sweep": "simulate.sweep.runner",
+          **{name: "simulate.sweep.spec" for name in ("Point", "SpecError", "Sweep", "load_spec", "parse_spec",
+                                                      "read_spec")},
+          "read_point": "simulate.sweep.store", "read_summary": "simulate.sweep.store"}
+
+__getattr__, __dir__ = lazy_exports("simulate.sweep", _HOMES, globals())

@@ -1,11 +1,15 @@
-"""``python -m simulate bench --train``: the trainer with its statistics against a plain training loop.
+"""``python -m simulate bench --train``: the trainer with its statistics against plain training loops.
 
 The baseline is a plain PyTorch loop over the same model (:class:`CausalLM`, fused
 ``scaled_dot_product_attention``), the same optimiser (:func:`make_optimizer`), schedule
-and batches, with nothing measured. The trainer (:class:`Trainer`) runs the same steps
-with every statistic at ``--log-every 50`` and no checkpoints inside the loop. Both are
-warmed up first (the first forward-mode JVP loads torch's decompositions once per
-process, seconds). Each row of ``DIR/bench_train.csv`` (written atomically):
+and batches, with nothing measured. When ``transformers`` is installed, a second baseline
+is the same loop over ``transformers``' own ``LlamaForCausalLM`` (SDPA attention) with the
+same weights (:func:`simulate.scores.hf.llama_model`; Pre-LN or LNS llama-preset settings).
+The trainer (:class:`Trainer`) runs the same steps with every statistic at ``log_every``
+and no checkpoints inside the loop. All are warmed up first (the first forward-mode JVP
+loads torch's decompositions once per process, seconds). The rows: the setting of the
+earlier sessions (d=128, L=12, T=128) and the atlas's (d=64, L=16, T=64). Each row of
+``DIR/bench_train.csv`` (written atomically):
 
 ========================  ========================================================
 setting                   width, depth, tokens, batch, steps, log_every
@@ -23,6 +27,16 @@ probe_s                   CPU seconds of one logged step's statistics (probe, JV
                           norms)
 steady_overhead           probe_s / (log_every x plain CPU seconds per step): the
                           extra time per ``log_every`` steps of a long run
+hf_tokens_per_s           the ``LlamaForCausalLM`` loop's tokens per wall second (NaN
+                          without transformers)
+trainer_vs_hf             trainer_tokens_per_s / hf_tokens_per_s (end to end, its
+                          statistics at the start and the end of this short run)
+study_rate_tokens_per_s   the trainer's rate with its statistics at a study's rate
+                          (one logged step per :data:`STUDY_LOG_EVERY`): the wall time
+                          of its unlogged steps (the run's time less its logged steps'
+                          extra, ``probe_wall_s`` each) plus ``probe_wall_s`` every
+                          ``STUDY_LOG_EVERY`` steps
+study_rate_vs_hf          study_rate_tokens_per_s / hf_tokens_per_s
 ========================  ========================================================
 
 Nothing here asserts a time.
@@ -44,20 +58,24 @@ from simulate.training.probes import lm_loss
 from theory.cli import atomic_write
 from theory.setting import Setting
 
-__all__ = ["BENCH_COLUMNS", "bench_settings", "plain_loop_seconds", "trainer_seconds", "bench_train",
+__all__ = ["BENCH_COLUMNS", "STUDY_LOG_EVERY", "bench_settings", "plain_loop_seconds", "trainer_seconds", "bench_train",
            "run_train_bench"]
 
 BENCH_COLUMNS = ["setting", "device", "plain_tokens_per_s", "trainer_tokens_per_s", "overhead",
-                 "plain_tokens_per_cpu_s", "trainer_tokens_per_cpu_s", "cpu_overhead", "probe_s", "steady_overhead"]
+                 "plain_tokens_per_cpu_s", "trainer_tokens_per_cpu_s", "cpu_overhead", "probe_s", "steady_overhead",
+                 "probe_wall_s", "hf_tokens_per_s", "trainer_vs_hf", "study_rate_tokens_per_s", "study_rate_vs_hf"]
+STUDY_LOG_EVERY = 100  # the atlas's logging rate: log_every = 100 of 1600 steps (simulate.study.point)
 
 
 def bench_settings(quick: bool) -> list[tuple[Setting, TrainConfig]]:
-    """The row: LLaMA d=128, L=12, T=128, batch 16, 50 steps, statistics every 50 (``quick``: seconds)."""
+    """The rows: LLaMA d=128, L=12, T=128 and the atlas's d=64, L=16, T=64, batch 16, 50 steps, statistics
+    every 50 (``quick``: one row of seconds)."""
     if quick:
         return [(Setting.preset("llama", width=32, depth=2, heads=2, tokens=16),
                  TrainConfig(steps=10, batch=4, log_every=5, checkpoint_every=11))]
-    return [(Setting.preset("llama", width=128, depth=12, heads=4, tokens=128),
-             TrainConfig(steps=50, batch=16, log_every=50, checkpoint_every=51))]
+    config = TrainConfig(steps=50, batch=16, log_every=50, checkpoint_every=51)
+    return [(Setting.preset("llama", width=128, depth=12, heads=4, tokens=128), config),
+            (Setting.preset("llama", width=64, depth=16, heads=4, tokens=64, lr=1e-3, input_std=0.02), config)]
 
 
 class _Clock:
@@ -81,16 +99,25 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def plain_loop_seconds(setting: Setting, config: TrainConfig, corpus, device: torch.device) -> _Clock:
-    """Seconds of ``config.steps`` plain training steps (same model, optimiser, schedule, batches)."""
-    model = CausalLM(setting, seed=config.seed).to(device)
+def plain_loop_seconds(setting: Setting, config: TrainConfig, corpus, device: torch.device,
+                       hugging_face: bool = False) -> _Clock:
+    """Seconds of ``config.steps`` plain training steps (same model, optimiser, schedule, batches).
+
+    ``hugging_face``: the model is ``transformers``' ``LlamaForCausalLM`` with the same weights.
+    """
+    model = CausalLM(setting, seed=config.seed)
+    if hugging_face:
+        from simulate.scores.hf import llama_model
+
+        model = llama_model(model)
+    model = model.to(device)
     optimizer = make_optimizer(model, setting)
     with _Clock(device) as clock:
         for step in range(config.steps):
             x, y = (t.to(device) for t in train_batch(corpus, config.batch, setting.tokens, config.seed, step))
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                logits = model(x).logits
+                logits = model(input_ids=x, use_cache=False).logits if hugging_face else model(x).logits
             lm_loss(logits, y).backward()
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(step + 1, config.steps, config.resolved_warmup, setting.lr)
@@ -98,8 +125,10 @@ def plain_loop_seconds(setting: Setting, config: TrainConfig, corpus, device: to
     return clock
 
 
-def trainer_seconds(setting: Setting, config: TrainConfig, corpus, device: torch.device) -> tuple[_Clock, float]:
-    """(seconds of the trainer's run, CPU seconds of one logged step's statistics), in a temporary directory."""
+def trainer_seconds(setting: Setting, config: TrainConfig, corpus, device: torch.device
+                    ) -> tuple[_Clock, float, float]:
+    """(seconds of the trainer's run, CPU and wall seconds of one logged step's statistics), in a temporary
+    directory."""
     with tempfile.TemporaryDirectory() as temp:
         trainer = Trainer(setting, config, corpus, device, Path(temp))
         with _Clock(device) as logged:
@@ -110,26 +139,41 @@ def trainer_seconds(setting: Setting, config: TrainConfig, corpus, device: torch
         trainer = Trainer(setting, config, corpus, device, Path(temp))
         with _Clock(device) as clock:
             trainer.run()
-        return clock, max(logged.cpu - plain.cpu, 0.0)
+        return clock, max(logged.cpu - plain.cpu, 0.0), max(logged.wall - plain.wall, 0.0)
 
 
 def bench_train(device: torch.device, quick: bool = False) -> pd.DataFrame:
     """The bench rows (module docstring)."""
+    try:
+        import transformers  # noqa: F401
+
+        hugging_face = True
+    except ImportError:
+        hugging_face = False
     rows = []
     for setting, config in bench_settings(quick):
         corpus = load_corpus("docs", setting.tokens)
         warm = TrainConfig(steps=2, batch=2, log_every=1, checkpoint_every=3)
         trainer_seconds(setting.replace(depth=1), warm, corpus, device)  # one-time JVP decompositions
+        if hugging_face:
+            plain_loop_seconds(setting.replace(depth=1), warm, corpus, device, hugging_face=True)
         plain = plain_loop_seconds(setting, config, corpus, device)
-        ours, probe = trainer_seconds(setting, config, corpus, device)
+        hf_wall = plain_loop_seconds(setting, config, corpus, device, True).wall if hugging_face else float("nan")
+        ours, probe, probe_wall = trainer_seconds(setting, config, corpus, device)
         tokens = config.steps * config.batch * setting.tokens
+        logged = sum(config.logged(step) for step in range(config.steps + 1))
+        study_step = (ours.wall - logged * probe_wall) / config.steps + probe_wall / STUDY_LOG_EVERY
+        study_rate = config.batch * setting.tokens / study_step
         rows.append({"setting": f"llama d={setting.width} L={setting.depth} T={setting.tokens} B={config.batch} "
                                 f"steps={config.steps} log_every={config.log_every}",
                      "device": device.type, "plain_tokens_per_s": tokens / plain.wall,
                      "trainer_tokens_per_s": tokens / ours.wall, "overhead": ours.wall / plain.wall - 1.0,
                      "plain_tokens_per_cpu_s": tokens / plain.cpu, "trainer_tokens_per_cpu_s": tokens / ours.cpu,
                      "cpu_overhead": ours.cpu / plain.cpu - 1.0, "probe_s": probe,
-                     "steady_overhead": probe / (config.log_every * plain.cpu / config.steps)})
+                     "steady_overhead": probe / (config.log_every * plain.cpu / config.steps),
+                     "probe_wall_s": probe_wall, "hf_tokens_per_s": tokens / hf_wall,
+                     "trainer_vs_hf": hf_wall / ours.wall, "study_rate_tokens_per_s": study_rate,
+                     "study_rate_vs_hf": study_rate * hf_wall / tokens})
     return pd.DataFrame(rows, columns=BENCH_COLUMNS)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from simulate.bench import main as bench_main
 from simulate.training.speed import BENCH_COLUMNS
@@ -18,3 +19,12 @@ def test_bench_train_quick_writes_its_row(tmp_path, capsys):
     assert row.device == "cpu" and row.plain_tokens_per_s > 0 and row.trainer_tokens_per_s > 0
     assert math.isfinite(row.overhead) and row.probe_s >= 0
     assert "bench_train.csv" in capsys.readouterr().out
+    assert row.hf_tokens_per_s > 0 and row.study_rate_tokens_per_s > 0  # transformers is in the dev extra
+    assert row.trainer_vs_hf == pytest.approx(row.trainer_tokens_per_s / row.hf_tokens_per_s, rel=1e-9)
+
+
+def test_the_study_rate_is_the_studies_logging_rate():
+    from simulate.study.point import STUDY_DEFAULTS
+    from simulate.training.speed import STUDY_LOG_EVERY
+
+    assert STUDY_LOG_EVERY == STUDY_DEFAULTS["log_every"]

@@ -1,0 +1,174 @@
+"""The atlas's figures: the papers' trained claims as trends over depth, width, training length and learning rate.
+
+Every figure reads the shipped results (:mod:`simulate.study.atlas`, ``results/atlas``) and
+nothing else, so it builds in seconds; ``quick`` changes nothing. Points are means over the
+seeds with 95 % t intervals (differences of two schemes paired by seed, as the study's
+``levels.csv``).
+
+``study_depth``      P2 Fig. 2 at tiny scale: the variance profile of every depth (Pre-LN, LNS),
+                     ``||J - I||`` and the causal, permutation and usefulness scores against depth
+``study_pruning``    P1 Fig. 1 for every depth: the loss change when one block is deleted, against
+                     the relative depth ``l/L``
+``study_lns_gain``   LNS minus Pre-LN (held-out loss, deep-half angular distance, deep-half pruning
+                     drop) against depth, width and training steps
+``study_phase``      the learning-rate x depth phase diagram of the trained growth class and exponent
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from paper_figs.style import new_figure, place_legend, save_figure
+from simulate.scores.growth_claims import t_interval
+from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results
+from simulate.study.statistics import block_values, var_profiles
+
+__all__ = ["study_depth", "study_pruning", "study_lns_gain", "study_phase", "axis_band"]
+
+_LABEL = {"pre": "Pre-LN", "lns": "LNS"}
+_COLOR = {"pre": "C0", "lns": "C3"}
+_GAIN = (("p1-lns-loss", "held-out loss, LNS - Pre-LN (nats/byte)"),
+         ("p1-lns-angular", "deep-half angular distance, LNS - Pre-LN"),
+         ("p1-lns-prune", "deep-half pruning drop, LNS - Pre-LN (nats)"))
+_AXIS_LABEL = {"depth": "depth L (blocks)", "width": "width d", "steps": "training steps", "lr": "peak learning rate"}
+
+
+def axis_band(points: pd.DataFrame, statistic: str, axis: str, scheme: str) -> pd.DataFrame:
+    """Per value of ``axis``: the mean of ``statistic`` over the ok models of ``scheme``, its t interval, n.
+
+    >>> points = pd.DataFrame({"status": "ok", "scheme": "pre", "depth": [4, 4, 8, 8], "x": [1.0, 3.0, 5.0, 7.0]})
+    >>> axis_band(points, "x", "depth", "pre")[["depth", "mean", "n"]].values.tolist()
+    [[4.0, 2.0, 2.0], [8.0, 6.0, 2.0]]
+    """
+    rows = points[(points["status"] == "ok") & (points["scheme"] == scheme)]
+    out = []
+    for value, group in rows.groupby(axis):
+        mean, low, high = t_interval(group[statistic])
+        out.append({axis: float(value), "mean": mean, "low": low, "high": high, "n": float(len(group))})
+    return pd.DataFrame(out, columns=[axis, "mean", "low", "high", "n"])
+
+
+def _errorbars(ax, band: pd.DataFrame, axis: str, **style) -> None:
+    x, mean = band[axis].to_numpy(), band["mean"].to_numpy()
+    yerr = np.vstack([mean - band["low"].to_numpy(), band["high"].to_numpy() - mean])  # (2, n)
+    ax.errorbar(x, mean, yerr=np.nan_to_num(yerr), marker="o", markersize=3, capsize=2, lw=1, **style)
+
+
+def _log_axis(ax, values, axis: str) -> None:
+    """A log x axis labelled with the study's own axis values."""
+    values = sorted(set(float(v) for v in values))
+    ax.set_xscale("log")
+    ax.set_xticks(values, [f"{v:g}" for v in values])
+    ax.minorticks_off()
+    ax.set_xlabel(_AXIS_LABEL[axis])
+
+
+def _mean_profile(models, scheme: str, depth: int) -> np.ndarray:
+    curves = [var_profiles(m.table, depth) for m in models
+              if m.status == "ok" and m.scheme == scheme and m.point.setting.depth == depth]
+    return np.mean([c[max(c)] for c in curves], axis=0)  # (L+1,)
+
+
+def study_depth(out_dir, quick: bool = False, results=ATLAS_DIR):
+    """P2 Fig. 2 at tiny scale: variance profiles per depth, ||J - I|| and the three scores against depth."""
+    models = atlas_models("depth", results)
+    points = atlas_results("depth", results).points
+    depths = sorted(points["depth"].unique())
+    fig, axes = new_figure(ncols=3, nrows=2, width=2.9, height=2.4)
+    colors = {depth: f"C{i}" for i, depth in enumerate(depths)}
+    for ax, scheme in zip(axes[0, :2], ("pre", "lns")):
+        for depth in depths:
+            profile = _mean_profile(models, scheme, int(depth))
+            ax.plot(np.arange(len(profile)), profile, lw=1, color=colors[depth], label=f"L={depth}")
+        ax.set_yscale("log")
+        ax.set_xlabel("layer l")
+        ax.set_ylabel("var of the stream")
+        ax.set_title(f"{_LABEL[scheme]}: variance, trained", fontsize=8)
+    place_legend(axes[0, 1])
+    panels = (("jac_dev_mean", "mean ||J_l - I||_F / sqrt(Td)"), ("causal_mean", "causal score"),
+              ("permutation_mean", "permutation score"), ("usefulness_log", "mean log(L_lin / L)"))
+    for ax, (statistic, label) in zip([axes[0, 2], *axes[1]], panels):
+        for scheme in ("pre", "lns"):
+            _errorbars(ax, axis_band(points, statistic, "depth", scheme), "depth", color=_COLOR[scheme],
+                       label=_LABEL[scheme])
+        _log_axis(ax, depths, "depth")
+        ax.set_ylabel(label)
+    place_legend(axes[1, 2])
+    return save_figure(fig, out_dir, "study_depth")
+
+
+def study_pruning(out_dir, quick: bool = False, results=ATLAS_DIR):
+    """P1 Fig. 1 for every depth: the loss change when one block is deleted, against relative depth l/L."""
+    models = atlas_models("depth", results)
+    depths = sorted({m.point.setting.depth for m in models})
+    fig, axes = new_figure(ncols=2, width=3.4, height=2.6)
+    for ax, scheme in zip(axes[0], ("pre", "lns")):
+        for i, depth in enumerate(depths):
+            drops = [block_values(m.table, "prune", depth) for m in models
+                     if m.status == "ok" and m.scheme == scheme and m.point.setting.depth == depth]
+            if not drops:
+                continue
+            ax.plot(np.arange(1, depth + 1) / depth, np.mean(drops, axis=0), marker="o", markersize=2, lw=1,
+                    color=f"C{i}", label=f"L={depth}")
+        ax.axhline(0.0, color="k", lw=0.6)
+        ax.set_yscale("symlog", linthresh=1e-3)
+        ax.set_xlabel("relative depth l/L of the deleted block")
+        ax.set_ylabel("held-out loss change (nats/byte)")
+        ax.set_title(f"{_LABEL[scheme]}: pruning one block (P1 Fig. 1)", fontsize=8)
+    place_legend(axes[0, 1])
+    return save_figure(fig, out_dir, "study_pruning")
+
+
+def study_lns_gain(out_dir, quick: bool = False, results=ATLAS_DIR):
+    """LNS minus Pre-LN (loss, deep angular distance, deep pruning drop) against depth, width and steps."""
+    fig, axes = new_figure(ncols=3, nrows=3, width=2.5, height=2.0)
+    for col, name in enumerate(("depth", "width", "steps")):
+        levels = atlas_results(name, results).levels
+        for row, (claim, label) in enumerate(_GAIN):
+            ax = axes[row, col]
+            band = levels[levels["claim"] == claim].sort_values(name)
+            _errorbars(ax, band, name, color="C2")
+            ax.axhline(0.0, color="k", lw=0.6)
+            _log_axis(ax, band[name], name)
+            if col == 0:
+                ax.set_ylabel(label, fontsize=7)
+    return save_figure(fig, out_dir, "study_lns_gain")
+
+
+def study_phase(out_dir, quick: bool = False, results=ATLAS_DIR):
+    """The learning-rate x depth phase diagram: trained growth class and exponent, and the held-out loss."""
+    results_ = atlas_results("lr_depth", results)
+    levels, points = results_.levels, results_.points
+    fig, axes = new_figure(ncols=3, width=2.9, height=2.5)
+    for ax, (claim, scheme) in zip(axes[0, :2], (("p1-lemma-3.2-growth", "pre"), ("p1-lns-growth", "lns"))):
+        rows = levels[(levels["claim"] == claim) & (levels["statistic"] == "var_growth")]
+        lrs, depths = sorted(rows["lr"].unique()), sorted(rows["depth"].unique())
+        grid = np.full((len(depths), len(lrs)), np.nan)  # (depths, lrs)
+        for r in rows.itertuples():
+            if r.growth_class == "polynomial":
+                grid[depths.index(r.depth), lrs.index(r.lr)] = r.mean
+        ax.set_facecolor("0.85")  # cells that are not polynomial stay grey, named by their text
+        ax.grid(False)
+        mesh = ax.pcolormesh(np.arange(len(lrs)), np.arange(len(depths)), grid, shading="nearest", cmap="viridis",
+                             vmin=0.0, vmax=max(2.0, float(np.nanmax(grid, initial=0.0))))
+        for r in rows.itertuples():
+            text = {"polynomial": f"p={r.mean:.2f}", "exponential": f"exp, r={r.mean:.2g}"}.get(
+                r.growth_class, "undet.")
+            ax.text(lrs.index(r.lr), depths.index(r.depth), text, ha="center", va="center", fontsize=6,
+                    bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.8, "lw": 0})
+        ax.set_xticks(range(len(lrs)), [f"{lr:g}" for lr in lrs], fontsize=7)
+        ax.set_yticks(range(len(depths)), [str(d) for d in depths])
+        ax.set_xlabel(_AXIS_LABEL["lr"])
+        ax.set_ylabel(_AXIS_LABEL["depth"])
+        ax.set_title(f"{_LABEL[scheme]}: growth class of var", fontsize=8)
+        fig.colorbar(mesh, ax=ax, label="polynomial exponent p")
+    ax = axes[0, 2]
+    for scheme in ("pre", "lns"):
+        for depth, style in zip(sorted(points["depth"].unique()), ("-", "--")):
+            band = axis_band(points[points["depth"] == depth], "val_loss", "lr", scheme)
+            _errorbars(ax, band, "lr", color=_COLOR[scheme], linestyle=style, label=f"{_LABEL[scheme]}, L={depth}")
+    _log_axis(ax, points["lr"], "lr")
+    ax.set_ylabel("held-out loss (nats/byte)")
+    place_legend(ax)
+    return save_figure(fig, out_dir, "study_phase")

@@ -1,0 +1,96 @@
+"""``DIR/extrapolation.md`` and ``DIR/extrapolation.csv``: the bridge laws of a set of studies, tested and extrapolated.
+
+With a study whose axes include ``depth`` (the atlas's ``depth``), the laws of
+:mod:`simulate.study.extrapolation` are fitted per scheme on every model of the given
+studies trained with that study's recipe (the same Setting and options but for depth, width
+and its linked fields, and training length), except the deepest depth, which is predicted
+without being used (the extrapolation test). Then the laws are run at the papers' sizes
+(:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations.
+``extrapolation.csv`` has one row per scheme and quantity (columns ``scheme, kind, name,
+value, low, high, detail``; kinds ``alpha``, ``beta``, ``gamma`` for the coefficients,
+``test`` for the errors, ``paper`` for the extrapolations).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from simulate.study.analysis import load_models
+from simulate.study.extrapolation import bridge_samples, extrapolation_test, paper_predictions
+from theory.cli import atomic_write, markdown_table
+
+__all__ = ["recipe_models", "write_extrapolation"]
+
+_FREE_SETTING = ("depth", "width", "heads", "ffn_width")
+_FREE_OPTIONS = ("steps", "log_every", "warmup")
+
+
+def _recipe(model) -> tuple:
+    setting = {k: v for k, v in model.point.setting.to_dict().items() if k not in _FREE_SETTING + ("scheme",)}
+    options = {k: v for k, v in model.point.options.items() if k not in _FREE_OPTIONS}
+    return repr(sorted(setting.items())), repr(sorted(options.items()))
+
+
+def recipe_models(studies, out) -> tuple[object, list]:
+    """(the depth study, the distinct models of ``studies`` trained with its recipe); (None, []) without one."""
+    depth_study = next((s for s in studies if "depth" in s.axes), None)
+    if depth_study is None:
+        return None, []
+    models = {}
+    for study in studies:
+        for model in load_models(study, out, statistics=False):
+            models.setdefault(model.point.key, model)
+    reference = {_recipe(m) for m in models.values() if m.point.key in {p.key for p in depth_study.sweep.points}}
+    return depth_study, [m for m in models.values() if _recipe(m) in reference]
+
+
+def _interval(estimate) -> str:
+    mean, low, high = estimate
+    return f"{mean:.3g} [{low:.3g}, {high:.3g}]" if math.isfinite(low) else f"{mean:.3g}"
+
+
+def write_extrapolation(studies, out) -> Path | None:
+    """Fit, test and extrapolate the bridge laws (module docstring); the Markdown path, or None without a depth study."""
+    depth_study, models = recipe_models(studies, out)
+    if depth_study is None:
+        return None
+    held_out = max(p.setting.depth for p in depth_study.sweep.points)
+    samples = bridge_samples(models)
+    lines = ["# Theory meets training: bridge laws, their extrapolation test, the papers' sizes", "",
+             f"Laws fitted on {samples.groupby(['scheme', 'depth', 'width', 'steps', 'seed']).ngroups if len(samples) else 0}"
+             f" trained models of {', '.join(s.name for s in studies)} (the recipe of study `{depth_study.name}`) "
+             f"without depth L={held_out}, which is predicted. Definitions: docs/studies.md#extrapolation.", ""]
+    rows = []
+    for scheme in sorted(samples["scheme"].unique()) if len(samples) else []:
+        result = extrapolation_test(samples[samples["scheme"] == scheme], held_out)
+        law, errors = result["law"], result["errors"]
+        rows += [{"scheme": scheme, "kind": kind, "name": term, "value": float(value)}
+                 for kind, terms, values in (("alpha", law.terms, law.alpha), ("beta", law.terms, law.beta),
+                                             ("gamma", law.first_terms, law.gamma))
+                 for term, value in zip(terms, values)]
+        lines += [f"## {scheme}", "", "Law (least squares over blocks l >= 2): a/sigma = "
+                  + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.terms, law.alpha)) + "; log(b/sigma) = "
+                  + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.terms, law.beta)) + "; log var_1 = "
+                  + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.first_terms, law.gamma)) + ".", ""]
+        if len(errors):
+            for name, estimate in (("last_log_error", result["last"]), ("mean_abs_log_error", result["mean_abs"])):
+                rows.append({"scheme": scheme, "kind": "test", "name": name, "value": estimate[0],
+                             "low": estimate[1], "high": estimate[2], "detail": f"L={held_out}, {len(errors)} seeds"})
+            lines += [f"Extrapolation test, L={held_out} ({len(errors)} seeds, never used in the fit): log(predicted "
+                      f"var_L / measured) = {_interval(result['last'])}; mean over layers of |log ratio| = "
+                      f"{_interval(result['mean_abs'])} (95 % t intervals over seeds).", "",
+                      markdown_table(errors), ""]
+        papers = paper_predictions(law)
+        rows += [{"scheme": scheme, "kind": "paper", "name": r.model, "value": r.exponent if r.growth_class
+                  == "polynomial" else r.rate, "detail": r.description} for r in papers.itertuples()]
+        lines += ["**Extrapolation** far outside the fitted range (d <= 128, L <= 64, steps <= 6400, T = 64), "
+                  "at the papers' sizes:", "",
+                  markdown_table(papers[["model", "width", "depth", "steps", "var_1", "var_L", "growth_class",
+                                         "description"]]), ""]
+    table = pd.DataFrame(rows, columns=["scheme", "kind", "name", "value", "low", "high", "detail"])
+    out = Path(out)
+    atomic_write(out / "extrapolation.csv", lambda temp: table.to_csv(temp, index=False))
+    return atomic_write(out / "extrapolation.md", lambda temp: Path(temp).write_text("\n".join(lines) + "\n"))

@@ -1,0 +1,180 @@
+"""A study's report files in ``DIR/NAME/``: ``points.parquet``, ``levels.csv``, ``trends.csv``, ``study.md``.
+
+The tables are those of :mod:`simulate.study.analysis` (columns: docs/formats.md, section
+"study"); ``study.md`` is what a reader wants first: how the study was made (command, code
+versions, dates, how many models ran, failed or are pending, warnings), the trend table, each
+claim's statistic per cell with its interval, and for a study of two axes the phase diagram
+of the trained growth class. Every file is written whole (:func:`theory.cli.atomic_write`);
+:func:`read_study` reads them back (figures and notebooks read nothing else).
+
+A model that saw its corpus more than :data:`EPOCH_WARNING` times is named in a warning:
+it may have overfitted its training text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from simulate.study.analysis import levels_table, load_models, points_table, trends_table
+from simulate.study.claims import CLAIMS
+from theory.cli import atomic_write, markdown_table
+
+__all__ = ["EPOCH_WARNING", "REPORT_FILES", "Written", "StudyResults", "write_reports", "read_study",
+           "study_markdown"]
+
+EPOCH_WARNING = 2.0
+REPORT_FILES = ("points.parquet", "levels.csv", "trends.csv", "study.md")
+
+
+@dataclass(frozen=True)
+class Written:
+    """What :func:`write_reports` wrote: the folder, models (ok ones), claim rows (trends), warnings."""
+
+    folder: Path
+    points: int
+    claims: int
+    warnings: int
+
+
+@dataclass(frozen=True)
+class StudyResults:
+    """A study's report tables read back (:func:`read_study`)."""
+
+    name: str
+    points: pd.DataFrame
+    levels: pd.DataFrame
+    trends: pd.DataFrame
+
+
+def _warnings(points: pd.DataFrame) -> list[str]:
+    lines = []
+    over = points[points["epochs"] > EPOCH_WARNING]
+    for row in over.itertuples():
+        lines.append(f"model {row.point} (scheme {row.scheme}, seed {row.seed}) saw {row.epochs:.2f} epochs of its "
+                     f"corpus (more than {EPOCH_WARNING:g}): it may have overfitted")
+    for row in points[points["status"] == "failed"].itertuples():
+        lines.append(f"model {row.point} (scheme {row.scheme}, seed {row.seed}) failed: {row.error}")
+    return lines
+
+
+def _interval(mean, low, high, digits: int = 3) -> str:
+    if not math.isfinite(mean):
+        return ""
+    if math.isfinite(low) and math.isfinite(high):
+        return f"{mean:.{digits}g} [{low:.{digits}g}, {high:.{digits}g}]"
+    return f"{mean:.{digits}g}"
+
+
+def _header(study, points: pd.DataFrame, command: str) -> list[str]:
+    counts = points["status"].value_counts()
+    codes = sorted(c for c in points["code"].dropna().unique() if c)
+    finished = points["finished_at"].replace("", pd.NA).dropna()
+    seconds = points[["train_s", "score_s"]].sum().sum()
+    lines = [f"# Study `{study.name}`", "",
+             f"- Command: `{command}`",
+             f"- Models: {len(points)} ({counts.get('ok', 0)} ok, {counts.get('failed', 0)} failed, "
+             f"{counts.get('pending', 0)} pending); trend axes: {', '.join(study.axes)}; schemes: "
+             f"{', '.join(study.schemes())}; seeds: {points['seed'].nunique()}",
+             f"- Code versions of the models: {', '.join(codes) or 'none yet'}",
+             f"- Trained between {finished.min()} and {finished.max()}" if len(finished) else "- Not trained yet",
+             f"- Training and scoring time of the models: {seconds / 3600:.2f} h of one thread",
+             "- Intervals: 95 % t intervals over seeds (a difference of two schemes paired by seed); trends: "
+             "least-squares slope against log(axis) per e-fold with its t interval; docs/studies.md"]
+    warnings = _warnings(points)
+    if warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in warnings]
+    return lines
+
+
+def _trend_section(trends: pd.DataFrame) -> list[str]:
+    if trends.empty:
+        return []
+    table = pd.DataFrame({
+        "claim": trends["claim"], "statistic": trends["statistic"], "scheme": trends["scheme"],
+        "axis": trends["axis"], "group": trends["group"],
+        "slope per e-fold": [_interval(r.slope, r.low, r.high) for r in trends.itertuples()],
+        "claimed": trends["direction"], "verdict": trends["verdict"],
+        "models": [f"{r.n}" + (f" ({r.failed} failed)" if r.failed else "") + (f" ({r.pending} pending)"
+                   if r.pending else "") for r in trends.itertuples()],
+        "crossing": trends["crossing_note"]})
+    return ["", "## Trends", "", markdown_table(table)]
+
+
+def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[str]:
+    lines = ["", "## Each claim, cell by cell"]
+    fields = list(study.cell_fields())
+    for name in study.claims:
+        claim = CLAIMS[name]
+        rows = levels[levels["claim"] == name] if not levels.empty else levels
+        lines += ["", f"### `{name}`: {claim.statement}", "", f"Source: {claim.source}. Statistic `{claim.statistic}`"
+                  f" on {' minus '.join(claim.schemes)}" + (f"; claimed sign {'> 0' if claim.sign > 0 else '< 0'}"
+                                                           if claim.sign is not None else "") + "."]
+        if len(rows):
+            table = rows[fields + ["statistic", "n"]].copy()
+            table["mean [95% CI]"] = [_interval(r.mean, r.low, r.high) for r in rows.itertuples()]
+            table["verdict"] = rows["verdict"].to_numpy()
+            if rows["detail"].astype(bool).any():
+                table["detail"] = rows["detail"].to_numpy()
+            lines += ["", markdown_table(table)]
+        for row in trends[trends["claim"] == name].itertuples():
+            lines.append(f"\nTrend along {row.axis} ({row.group}): slope {_interval(row.slope, row.low, row.high)} "
+                         f"per e-fold over {row.n} models" + (f", claimed: {row.direction}" if row.direction else "")
+                         + f" -> **{row.verdict}**" + (f"; {row.crossing_note}" if row.crossing_note else "") + ".")
+    return lines
+
+
+def _phase_section(study, levels: pd.DataFrame) -> list[str]:
+    """Growth class and exponent per cell of a two-axis study, one table per scheme."""
+    if len(study.axes) != 2 or levels.empty:
+        return []
+    first, second = study.axes
+    lines = ["", f"## Phase diagram: trained growth class over {first} x {second}"]
+    for name in ("p1-lemma-3.2-growth", "p1-lns-growth"):
+        rows = levels[(levels["claim"] == name) & (levels["statistic"] == "var_growth")]
+        if rows.empty:
+            continue
+        cells = {(r[first], r[second]): f"{r['growth_class']} {_interval(r['mean'], r['low'], r['high'], 2)}"
+                 for _, r in rows.iterrows()}
+        columns = sorted(rows[second].unique())
+        table = pd.DataFrame([{first: value, **{f"{second}={c}": cells.get((value, c), "") for c in columns}}
+                              for value in sorted(rows[first].unique())])
+        lines += ["", f"{CLAIMS[name].schemes[0]}: class, then the exponent p (polynomial) or the rate r per block "
+                      "(exponential) with its interval", "", markdown_table(table)]
+    return lines
+
+
+def study_markdown(study, points, levels, trends, command: str) -> str:
+    """The text of ``study.md`` (module docstring)."""
+    lines = (_header(study, points, command) + _trend_section(trends) + _phase_section(study, levels)
+             + _level_section(study, levels, trends))
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(study, out, command: str | None = None) -> Written:
+    """Read ``study``'s models from ``out`` and write its four report files into ``out/NAME``."""
+    out = Path(out)
+    folder = out / study.name
+    folder.mkdir(parents=True, exist_ok=True)
+    models = load_models(study, out)
+    points, levels, trends = points_table(study, models), levels_table(study, models), trends_table(study, models)
+    command = command or f"python -m simulate study SPEC --out {out}"
+    atomic_write(folder / "points.parquet", lambda temp: points.to_parquet(temp, index=False))
+    atomic_write(folder / "levels.csv", lambda temp: levels.to_csv(temp, index=False))
+    atomic_write(folder / "trends.csv", lambda temp: trends.to_csv(temp, index=False))
+    atomic_write(folder / "study.md", lambda temp: Path(temp).write_text(
+        study_markdown(study, points, levels, trends, command)))
+    return Written(folder, int((points["status"] == "ok").sum()), len(trends), len(_warnings(points)))
+
+
+def read_study(out, name: str) -> StudyResults:
+    """The report tables of study ``name`` in ``out`` (FileNotFoundError naming the missing file)."""
+    folder = Path(out) / name
+    for file in REPORT_FILES:
+        if not (folder / file).is_file():
+            raise FileNotFoundError(f"{folder / file}: no such study report (run python -m simulate study)")
+    return StudyResults(name, pd.read_parquet(folder / "points.parquet"), pd.read_csv(folder / "levels.csv"),
+                        pd.read_csv(folder / "trends.csv", keep_default_na=False, na_values=[""]))

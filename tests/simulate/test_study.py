@@ -1,0 +1,250 @@
+"""``python -m simulate study``: spec checks, one training per distinct model, resume, failures, the reports.
+
+The study under test trains 2 schemes x 2 depths x 2 seeds of tiny LLaMA models (d=16, a
+dozen steps on the docs corpus: well under a second each); the statistics of the reports
+are tested on synthetic data in tests/simulate/test_study_trends.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simulate.study import load_study, parse_study, read_study, run_studies, write_reports
+from simulate.study.claims import CLAIMS
+from simulate.study.cli import main as study_main
+from simulate.study.spec import StudyError
+from simulate.sweep import read_summary
+
+SPEC = """
+name = "{name}"
+seeds = 2
+
+[setting]
+preset = "llama"
+width = 16
+heads = 2
+tokens = 16
+lr = 3e-3
+input_std = 0.02
+
+[axes]
+scheme = ["pre", "lns"]
+depth = [{depths}]
+
+[options]
+steps = 12
+log_every = 6
+data = "{data}"
+sequences = 4
+pairs = 1
+
+[study]
+axes = ["depth"]
+"""
+
+
+def _spec(tmp_path: Path, name: str = "tiny", depths: str = "2, 4", data: str = "docs", **replace) -> Path:
+    text = SPEC.format(name=name, depths=depths, data=data)
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory):
+    """The tiny study, run once with its reports: (study, out directory, sweep report)."""
+    tmp = tmp_path_factory.mktemp("study")
+    study = load_study(_spec(tmp))
+    out = tmp / "out"
+    report = run_studies([study], out, workers=1)
+    write_reports(study, out)
+    return study, out, report
+
+
+def test_every_model_is_trained_once_and_scored(tiny_study):
+    study, out, report = tiny_study
+    assert (report.total, report.ran, report.failed) == (8, 8, 0)
+    runs = sorted((out / "runs").iterdir())
+    assert len(runs) == 8
+    for run in runs:
+        assert (run / "model.safetensors").is_file() and (run / "scores" / "scores.csv").is_file()
+        assert not (run / "checkpoint.safetensors").exists(), "a finished training keeps no checkpoint"
+        config = json.loads((run / "config.json").read_text())
+        assert config["status"] == "done" and config["data"]["name"] == "docs" and config["data"]["epochs"] > 0
+
+
+def test_the_reports_have_a_row_per_model_claim_and_cell(tiny_study):
+    study, out, _ = tiny_study
+    results = read_study(out, "tiny")
+    assert len(results.points) == 8 and set(results.points["status"]) == {"ok"}
+    assert results.points["val_loss"].between(0.5, 6.0).all()
+    assert len(results.trends) == len(study.claims)  # one axis, one group
+    signed = [c for c in study.claims if CLAIMS[c].kind == "signed"]
+    assert set(results.levels[results.levels["claim"].isin(signed)].groupby("claim").size()) == {2}  # 2 depths
+    paired = results.levels[results.levels["claim"] == "p1-lns-loss"]
+    assert (paired["n"] == 2).all(), "a difference of two schemes is paired over the two seeds"
+    text = (out / "tiny" / "study.md").read_text()
+    assert "## Trends" in text and "p2-depth-usefulness" in text and "Code versions" in text
+
+
+def test_paired_difference_is_the_per_seed_difference(tiny_study):
+    _, out, _ = tiny_study
+    results = read_study(out, "tiny")
+    points = results.points.set_index(["scheme", "depth", "seed"])
+    differences = [points.loc[("lns", 4, s), "val_loss"] - points.loc[("pre", 4, s), "val_loss"] for s in (0, 1)]
+    row = results.levels[(results.levels["claim"] == "p1-lns-loss") & (results.levels["depth"] == 4)].iloc[0]
+    assert row["mean"] == pytest.approx(np.mean(differences), rel=1e-12)
+
+
+def test_a_second_run_trains_nothing_and_rewrites_the_same_reports(tiny_study, tmp_path):
+    study, out, _ = tiny_study
+    before = {name: (out / "tiny" / name).read_bytes() for name in ("levels.csv", "trends.csv", "study.md")}
+    report = run_studies([study], out, workers=1)
+    assert (report.skipped, report.ran) == (8, 0)
+    write_reports(study, out)
+    assert {name: (out / "tiny" / name).read_bytes() for name in before} == before
+
+
+def test_studies_that_share_models_train_them_once(tiny_study, tmp_path):
+    study, out, _ = tiny_study
+    deeper = load_study(_spec(tmp_path, name="deeper", depths="4, 8"))
+    report = run_studies([study, deeper], out, workers=1)
+    assert (report.total, report.skipped, report.ran) == (12, 8, 4)  # depth 4 is shared
+    assert len(list((out / "runs").iterdir())) == 12
+    assert len(read_summary(out)) == 12
+
+
+def test_an_interrupted_training_resumes_to_the_same_model(tmp_path):
+    """A point whose run stopped at a checkpoint resumes from it and ends as an uninterrupted run does."""
+    from safetensors.torch import load_file
+
+    from simulate.study.runner import union_sweep
+    from simulate.training import Trainer, TrainConfig, load_corpus
+
+    study = load_study(_spec(tmp_path, depths="2, 3"))
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+    run_studies([study], whole, workers=1)
+    point = union_sweep([study], resumed).points[0]
+    config = TrainConfig(steps=12, batch=16, data="docs", seed=point.seed, log_every=6, clip=1.0)
+    Trainer(point.setting, config, load_corpus("docs", 16), __import__("torch").device("cpu"),
+            Path(point.workdir)).run(stop_at=6)
+    run_studies([study], resumed, workers=1)
+    a = load_file(str(whole / "runs" / point.key / "model.safetensors"))
+    b = load_file(str(resumed / "runs" / point.key / "model.safetensors"))
+    assert all(bool((a[name] == b[name]).all()) for name in a)
+
+
+def test_a_failing_model_is_recorded_and_the_study_goes_on(tmp_path):
+    path = _spec(tmp_path, name="hot", depths="2, 3", **{"lr = 3e-3": "weight_decay = 0.0",
+                                                         "depth = [2, 3]": "depth = [2, 3]\nlr = [3e-3, 1e20]"})
+    study = load_study(path)
+    out = tmp_path / "out"
+    report = run_studies([study], out, workers=1)
+    assert report.failed == 8 and report.ran == 16
+    written = write_reports(study, out)
+    results = read_study(out, "hot")
+    failed = results.points[results.points["status"] == "failed"]
+    assert len(failed) == 8 and (failed["lr"] == 1e20).all()
+    assert failed["error"].str.contains("loss is nan at step").all()
+    row = results.trends[(results.trends["claim"] == "p1-lns-loss") & (results.trends["group"] == "lr=1e+20")]
+    assert len(row) == 1 and (row["failed"] == 8).all() and (row["n"] == 0).all()
+    assert written.warnings == 8 and "failed: the training loss is nan" in (out / "hot" / "study.md").read_text()
+
+
+def test_a_point_that_sees_its_corpus_more_than_twice_is_warned_about(tmp_path):
+    text_file = tmp_path / "small.txt"
+    text_file.write_text("The quick brown fox jumps over the lazy dog. " * 30)  # 1350 bytes: 1215 to train
+    study = load_study(_spec(tmp_path, name="small", depths="2, 3", data=str(text_file)))
+    out = tmp_path / "out"
+    run_studies([study], out, workers=1)
+    written = write_reports(study, out)
+    points = read_study(out, "small").points
+    assert (points["epochs"] > 2).all() and written.warnings == len(points)
+    assert "it may have overfitted" in (out / "small" / "study.md").read_text()
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({'axes = ["depth"]': 'axes = ["widht"]'}, "'widht' is not a swept numeric field"),
+    ({'axes = ["depth"]': 'axes = ["depth"]\nclaims = ["p9-nope"]'}, "'p9-nope' is not a claim"),
+    ({"depth = [2, 4]": "depth = [2]"}, "'depth' has one value (2): a trend needs at least two"),
+    ({"seeds = 2": "seeds = 1"}, "seeds=1 is not allowed: at least 2 seeds"),
+    ({"seeds = 2": "seeds = [3]"}, "seeds=[3] is not allowed: at least 2 seeds"),
+    ({'scheme = ["pre", "lns"]': 'scheme = ["pre"]', 'axes = ["depth"]': 'axes = ["depth"]\nclaims = ["p1-lns-loss"]'},
+     "'p1-lns-loss' needs scheme 'lns'"),
+    ({'name = "tiny"': 'name = "tiny"\ntask = "train"'}, "unknown key 'task'"),
+    ({"[study]\naxes": "[stud]\naxes"}, "unknown key 'stud'"),
+    ({"steps = 12": "steps = 0"}, "steps=0 is not allowed"),
+    ({"pairs = 1": "pairs = -1"}, "pairs=-1 is not allowed"),
+    ({'data = "docs"': 'data = "no/such/file.txt"'}, "no such file"),
+])
+def test_bad_specs_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, edit, message):
+    path = _spec(tmp_path, **edit)
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as raised:
+        study_main([str(path), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert raised.value.code == 2 and len(err.splitlines()) == 1 and message in err, err
+    assert not out.exists()
+
+
+def test_a_study_needs_its_own_name(tmp_path, capsys):
+    path = _spec(tmp_path)
+    with pytest.raises(SystemExit) as raised:
+        study_main([str(path), str(path), "--out", str(tmp_path / "out")])
+    assert raised.value.code == 2 and "two studies are named 'tiny'" in capsys.readouterr().err
+
+
+def test_an_option_axis_moves_its_zipped_partners_and_groups_the_rest(tmp_path):
+    study = parse_study({"setting": {"preset": "llama", "width": 16, "heads": 2, "tokens": 16, "depth": 2},
+                         "axes": {"scheme": ["pre"], "lr": [1e-3, 3e-3]}, "zip": [{"steps": [4, 8],
+                                                                               "log_every": [2, 4]}],
+                         "seeds": 2, "options": {"data": "docs"}, "study": {"axes": ["steps", "lr"]}})
+    assert {p.options["steps"]: p.options["log_every"] for p in study.sweep.points} == {4: 2, 8: 4}
+    assert study.group_fields("steps") == ("lr",) and study.group_fields("lr") == ("steps", "log_every")
+
+
+def test_the_gpu_specs_ask_ray_for_one_gpu_per_point_and_need_cuda_locally(tmp_path, capsys):
+    from simulate.sweep.engines import _ray_options
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "studies" / "gpu"
+    for spec in sorted(root.glob("*.toml")):
+        study = load_study(spec)
+        assert all(p.options["device"] == "cuda" and p.options["precision"] == "bf16" for p in study.sweep.points)
+        assert {_ray_options(p, 0.0)["num_gpus"] for p in study.sweep.points} == {1}
+        assert max(p.setting.width for p in study.sweep.points) <= 512
+    import torch
+
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit) as raised:
+            study_main([str(root / "depth.toml"), "--out", str(tmp_path / "out")])
+        assert raised.value.code == 2 and "CUDA is not available" in capsys.readouterr().err
+        assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.gpu
+def test_a_tiny_study_on_cuda_in_bf16(tmp_path):
+    path = _spec(tmp_path, name="cuda", **{"pairs = 1": 'pairs = 1\ndevice = "cuda"\nprecision = "bf16"'})
+    study = load_study(path)
+    out = tmp_path / "out"
+    report = run_studies([study], out, workers=1)
+    assert report.failed == 0
+    write_reports(study, out)
+    points = read_study(out, "cuda").points
+    assert points["val_loss"].between(0.5, 6.0).all()
+
+
+def test_a_study_reads_the_stdlib_corpus_once_per_process(tmp_path):
+    from simulate.training import data
+
+    data._stdlib_parts.cache_clear()
+    study = load_study(_spec(tmp_path, name="source", depths="2, 3", data="stdlib"))
+    run_studies([study], tmp_path / "out", workers=1)
+    info = data._stdlib_parts.cache_info()
+    assert info.misses == 1 and info.hits >= 2 * len(study.sweep.points), info  # checks, trainings, scores
