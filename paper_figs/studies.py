@@ -1,7 +1,9 @@
 """The atlas's figures: the papers' trained claims as trends over depth, width, training length and learning rate.
 
 Every figure reads the shipped results (:mod:`simulate.study.atlas`, ``results/atlas``) and
-nothing else, so it builds in seconds; ``quick`` changes nothing. Points are means over the
+nothing else, so it builds in seconds; ``quick`` changes nothing. ``NAME_figure(results)``
+draws and returns the figure (notebook 08), ``study_NAME(out_dir, quick)`` saves it (the
+registry). Points are means over the
 seeds with 95 % t intervals (differences of two schemes paired by seed, as the study's
 ``levels.csv``).
 
@@ -24,7 +26,8 @@ from simulate.scores.growth_claims import t_interval
 from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results
 from simulate.study.statistics import block_values, var_profiles
 
-__all__ = ["study_depth", "study_pruning", "study_lns_gain", "study_phase", "axis_band"]
+__all__ = ["study_depth", "study_pruning", "study_lns_gain", "study_phase", "depth_figure", "pruning_figure",
+           "lns_gain_figure", "phase_figure", "axis_band"]
 
 _LABEL = {"pre": "Pre-LN", "lns": "LNS"}
 _COLOR = {"pre": "C0", "lns": "C3"}
@@ -70,7 +73,7 @@ def _mean_profile(models, scheme: str, depth: int) -> np.ndarray:
     return np.mean([c[max(c)] for c in curves], axis=0)  # (L+1,)
 
 
-def study_depth(out_dir, quick: bool = False, results=ATLAS_DIR):
+def depth_figure(results=ATLAS_DIR):
     """P2 Fig. 2 at tiny scale: variance profiles per depth, ||J - I|| and the three scores against depth."""
     models = atlas_models("depth", results)
     points = atlas_results("depth", results).points
@@ -95,10 +98,10 @@ def study_depth(out_dir, quick: bool = False, results=ATLAS_DIR):
         _log_axis(ax, depths, "depth")
         ax.set_ylabel(label)
     place_legend(axes[1, 2])
-    return save_figure(fig, out_dir, "study_depth")
+    return fig
 
 
-def study_pruning(out_dir, quick: bool = False, results=ATLAS_DIR):
+def pruning_figure(results=ATLAS_DIR):
     """P1 Fig. 1 for every depth: the loss change when one block is deleted, against relative depth l/L."""
     models = atlas_models("depth", results)
     depths = sorted({m.point.setting.depth for m in models})
@@ -117,10 +120,10 @@ def study_pruning(out_dir, quick: bool = False, results=ATLAS_DIR):
         ax.set_ylabel("held-out loss change (nats/byte)")
         ax.set_title(f"{_LABEL[scheme]}: pruning one block (P1 Fig. 1)", fontsize=8)
     place_legend(axes[0, 1])
-    return save_figure(fig, out_dir, "study_pruning")
+    return fig
 
 
-def study_lns_gain(out_dir, quick: bool = False, results=ATLAS_DIR):
+def lns_gain_figure(results=ATLAS_DIR):
     """LNS minus Pre-LN (loss, deep angular distance, deep pruning drop) against depth, width and steps."""
     fig, axes = new_figure(ncols=3, nrows=3, width=2.5, height=2.0)
     for col, name in enumerate(("depth", "width", "steps")):
@@ -133,10 +136,10 @@ def study_lns_gain(out_dir, quick: bool = False, results=ATLAS_DIR):
             _log_axis(ax, band[name], name)
             if col == 0:
                 ax.set_ylabel(label, fontsize=7)
-    return save_figure(fig, out_dir, "study_lns_gain")
+    return fig
 
 
-def study_phase(out_dir, quick: bool = False, results=ATLAS_DIR):
+def phase_figure(results=ATLAS_DIR):
     """The learning-rate x depth phase diagram: trained growth class and exponent, and the held-out loss."""
     results_ = atlas_results("lr_depth", results)
     levels, points = results_.levels, results_.points
@@ -171,4 +174,24 @@ def study_phase(out_dir, quick: bool = False, results=ATLAS_DIR):
     _log_axis(ax, points["lr"], "lr")
     ax.set_ylabel("held-out loss (nats/byte)")
     place_legend(ax)
-    return save_figure(fig, out_dir, "study_phase")
+    return fig
+
+
+def study_depth(out_dir, quick: bool = False, results=ATLAS_DIR):
+    """P2 Fig. 2 at tiny scale: variance profiles per depth, ||J - I|| and the three scores against depth."""
+    return save_figure(depth_figure(results), out_dir, "study_depth")
+
+
+def study_pruning(out_dir, quick: bool = False, results=ATLAS_DIR):
+    """P1 Fig. 1 for every depth: the loss change when one block is deleted, against relative depth l/L."""
+    return save_figure(pruning_figure(results), out_dir, "study_pruning")
+
+
+def study_lns_gain(out_dir, quick: bool = False, results=ATLAS_DIR):
+    """LNS minus Pre-LN (loss, deep angular distance, deep pruning drop) against depth, width and steps."""
+    return save_figure(lns_gain_figure(results), out_dir, "study_lns_gain")
+
+
+def study_phase(out_dir, quick: bool = False, results=ATLAS_DIR):
+    """The learning-rate x depth phase diagram: trained growth class and exponent, and the held-out loss."""
+    return save_figure(phase_figure(results), out_dir, "study_phase")

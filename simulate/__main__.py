@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
               "  sweep   a grid of settings x seeds x task, resumable -> DIR/points/*.parquet, DIR/summary.csv\n"
               "  train   a tiny byte-level LM of a setting, trained and measured per layer -> DIR/train_layers.csv\n"
               "  scores  layer-effectiveness scores of a trained run -> DIR/scores/scores.csv, pairs.csv\n"
-              "  study   trained models along depth, width, steps, lr; trend verdicts -> DIR/NAME/trends.csv, study.md\n\n"
+              "  study   trained models along depth, width, steps, lr: trend verdicts -> DIR/NAME/study.md\n\n"
               f"'{PROG} COMMAND --help' lists each command's flags.")
         return 0
     command, rest = argv[0], argv[1:]

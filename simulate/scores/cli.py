@@ -54,7 +54,8 @@ def build_parser() -> CliParser:
     parser.add_argument("--power-iterations", type=int_at_least(1), default=20,
                         help="power iterations of the spectral norm (default 20)")
     parser.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the Jacobian probes (default 0)")
-    parser.add_argument("--data", default=None, help="held-out text: 'docs' or a UTF-8 file (default: the run's)")
+    parser.add_argument("--data", default=None,
+                        help="held-out text: 'docs', 'stdlib' or a UTF-8 file (default: the run's)")
     parser.add_argument("--tokens", type=int_at_least(2), default=None,
                         help="sequence length for a Hugging Face directory (default min(128, max positions)); "
                              "a training run uses its Setting's")

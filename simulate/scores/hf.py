@@ -168,7 +168,7 @@ def _check_exportable(setting) -> None:
 
 
 def llama_tensors(model) -> dict[str, torch.Tensor]:
-    """The state dict of ``LlamaForCausalLM`` that computes what ``model`` (:class:`CausalLM`) computes (float32, CPU)."""
+    """The ``LlamaForCausalLM`` state dict that computes what ``model`` (:class:`CausalLM`) does (float32, CPU)."""
     setting = model.setting
     _check_exportable(setting)
     tensors = {"model.embed_tokens.weight": model.embed.weight, "model.norm.weight": model.final_norm.weight,

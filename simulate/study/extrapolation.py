@@ -48,7 +48,7 @@ __all__ = ["BLOCK_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw", "bridge_sam
 
 BLOCK_TERMS = ("1", "log l", "log sigma", "log d", "log steps")
 FIRST_TERMS = ("1", "log d", "log steps")
-# The papers' sizes (P1: LLaMA configs of the official code, trained as TRAINED.md says; steps of the
+# The papers' sizes (P1: LLaMA configs of the official code, 130M trained 20k steps; the steps of the
 # 1B and 7B runs are this project's reading, stated in docs/studies.md).
 PAPER_SIZES = (("LLaMA-130M", 768, 12, 20_000), ("LLaMA-1B", 2048, 24, 100_000), ("7B", 4096, 32, 150_000))
 

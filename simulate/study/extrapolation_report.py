@@ -53,16 +53,18 @@ def _interval(estimate) -> str:
 
 
 def write_extrapolation(studies, out) -> Path | None:
-    """Fit, test and extrapolate the bridge laws (module docstring); the Markdown path, or None without a depth study."""
+    """Fit, test and extrapolate the bridge laws (module docstring); the Markdown's path (None: no depth study)."""
     depth_study, models = recipe_models(studies, out)
     if depth_study is None:
         return None
     held_out = max(p.setting.depth for p in depth_study.sweep.points)
     samples = bridge_samples(models)
+    fitted = samples[samples["depth"] < held_out].groupby(["scheme", "depth", "width", "steps", "seed"]).ngroups \
+        if len(samples) else 0
     lines = ["# Theory meets training: bridge laws, their extrapolation test, the papers' sizes", "",
-             f"Laws fitted on {samples.groupby(['scheme', 'depth', 'width', 'steps', 'seed']).ngroups if len(samples) else 0}"
-             f" trained models of {', '.join(s.name for s in studies)} (the recipe of study `{depth_study.name}`) "
-             f"without depth L={held_out}, which is predicted. Definitions: docs/studies.md#extrapolation.", ""]
+             f"Laws fitted on {fitted} trained models of {', '.join(s.name for s in studies)} (the recipe of study "
+             f"`{depth_study.name}`) without depth L={held_out}, which is predicted. Definitions: "
+             "docs/studies.md#extrapolation.", ""]
     rows = []
     for scheme in sorted(samples["scheme"].unique()) if len(samples) else []:
         result = extrapolation_test(samples[samples["scheme"] == scheme], held_out)

@@ -137,7 +137,8 @@ def describe_crossing(crossing: Crossing, axis: str) -> str:
     if not math.isfinite(crossing.estimate):
         return crossing.note
     bounded = math.isfinite(crossing.high) and crossing.low > 0
-    interval = f" [{crossing.low:.3g}, {crossing.high:.3g}]" if bounded else ", interval unbounded: slope not significant"
+    interval = (f" [{crossing.low:.3g}, {crossing.high:.3g}]" if bounded
+                else ", interval unbounded: slope not significant")
     if crossing.in_range:
         return f"crossing at {axis} = {crossing.estimate:.3g}{interval}"
     return f"none in range (the line crosses 0 at {axis} = {crossing.estimate:.3g}{interval})"

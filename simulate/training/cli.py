@@ -44,7 +44,8 @@ def build_parser() -> CliParser:
     train.add_argument("--steps", type=int, default=None, help="updates N (default 300)")
     train.add_argument("--batch", type=int, default=16, help="sequences per step B (default 16)")
     train.add_argument("--warmup", type=int, default=None, help="linear warmup updates W (default steps/10)")
-    train.add_argument("--data", default="docs", help="'docs' (the standard library's docs) or a UTF-8 text file")
+    train.add_argument("--data", default="docs", help="'docs' (the standard library's docs), 'stdlib' (its sources) "
+                       "or a UTF-8 text file")
     train.add_argument("--seed", type=int, default=0, help="seed of weights, batches and probes (default 0)")
     train.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="default auto")
     train.add_argument("--precision", default="auto", choices=PRECISIONS,
