@@ -274,7 +274,7 @@ def plot_mc_band(ax, table: pd.DataFrame, metric: str, *, label: str, color=None
 
 
 def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=None, label_prefix: str = "",
-                x: str = "layer", kinds=None) -> list:
+                x: str = "layer", kinds=None, ceiling: float | None = None) -> list:
     """Theory curves of one metric: one line per law, dashed by its kind.
 
     Parameters
@@ -283,10 +283,22 @@ def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=N
         ``theory.predict`` output (``layer, metric, law, kind, value``).
     laws, kinds : iterable of str, optional
         Only these law ids / kinds (default: every law that predicts ``metric``).
+    ceiling : float, optional
+        Values above it, and values that are not finite, are left out of the line (NaN), so a curve
+        that runs past the plotted range ends at its edge and matplotlib never sees a value it cannot
+        scale (a log axis near 1e308 overflows). A curve with fewer than two values left is not drawn.
 
     Returns
     -------
     list of (law, kind, Line2D)
+
+    >>> fig, axes = new_figure()
+    >>> curve = pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "law": "a", "kind": "exact",
+    ...                       "value": [1.0, 1e200, np.inf]})
+    >>> [(law, line.get_ydata().tolist()) for law, _, line in plot_theory(axes[0][0], curve, "var", ceiling=1e3)]
+    []
+    >>> [line.get_ydata().tolist() for _, _, line in plot_theory(axes[0][0], curve, "var", ceiling=1e250)]
+    [[1.0, 1e+200, nan]]
     """
     rows = prediction[prediction["metric"] == metric]
     if laws is not None:
@@ -295,10 +307,13 @@ def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=N
         rows = rows[rows["kind"].isin(list(kinds))]
     drawn = []
     for (law, kind), curve in rows.groupby(["law", "kind"], sort=True):
-        if len(curve) < 2:
-            continue  # one point (e.g. the input layer alone) draws no line
         curve = curve.sort_values(x)
-        (line,) = ax.plot(curve[x], curve["value"], linestyle=LAW_LINESTYLE.get(kind, "-"), color=color,
+        values = curve["value"].to_numpy(float)
+        if ceiling is not None:
+            values = np.where(np.isfinite(values) & (values <= ceiling), values, np.nan)
+        if np.count_nonzero(~np.isnan(values)) < 2:
+            continue  # one point (e.g. the input layer alone) draws no line
+        (line,) = ax.plot(curve[x].to_numpy(float), values, linestyle=LAW_LINESTYLE.get(kind, "-"), color=color,
                           linewidth=1.2, label=f"{label_prefix}{law} ({kind})")
         drawn.append((law, kind, line))
     return drawn

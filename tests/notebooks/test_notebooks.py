@@ -7,6 +7,7 @@ reader sees: what was compared and how it came out. Every figure cell shows a pi
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
@@ -77,14 +78,19 @@ def test_has_a_full_size_switch(path):
                     head), head
 
 
+def _widget_models(notebook, name: str) -> list:
+    """The saved widget state of every model called ``name`` (e.g. 'OutputModel') in the executed notebook."""
+    state = notebook.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    return [model for model in state.get("state", {}).values() if model.get("model_name") == name]
+
+
 def _printed_text(notebook) -> str:
     """Every stream and text output of the executed notebook, output widgets included."""
     texts = [o.get("text", "") for c in notebook.cells if c.cell_type == "code" for o in c.outputs
              if o.output_type == "stream"]
     texts += [o["data"].get("text/plain", "") for c in notebook.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type in ("execute_result", "display_data")]
-    state = notebook.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
-    for model in state.get("state", {}).values():
+    for model in _widget_models(notebook, "OutputModel"):
         for output in model.get("state", {}).get("outputs", []):
             texts.append(output.get("text", ""))
     return "\n".join(texts)
@@ -109,3 +115,8 @@ def test_executes_in_quick_mode(path, monkeypatch, shared_cache):
                                                    cell.source):
             images = [o for o in cell.outputs if "image/png" in o.get("data", {})]
             assert images, f"{path.name}: a figure cell shows no picture:\n{cell.source[:200]}"
+    if path.stem == "03_explorer":  # the plot is in an image widget, the verdicts in an output widget
+        pictures = [buffer["data"] for model in _widget_models(notebook, "ImageModel")
+                    for buffer in model.get("buffers", []) if buffer.get("path") == ["value"]]
+        assert len(pictures) == 1 and base64.b64decode(pictures[0]).startswith(b"\x89PNG"), len(pictures)
+        assert not re.search(r"^ +$", text, re.M), "a line of spaces (a progress bar's remains) is shown"
