@@ -8,7 +8,10 @@ reader sees: what was compared and how it came out. Every figure cell shows a pi
 from __future__ import annotations
 
 import base64
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -67,6 +70,31 @@ def test_saved_without_outputs(path):
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: a cell has outputs"
     assert "widgets" not in notebook.metadata, f"{path.name}: saved with widget state"
+
+
+@pytest.fixture(scope="module")
+def kernel_metadata() -> dict:
+    """The kernelspec and language info JupyterLab writes for ipykernel's ``python3`` kernel (language info read in
+    a child process: importing ipykernel's kernel here would hand this process's widgets to a kernel it lacks)."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    code = "import json; from ipykernel.ipkernel import IPythonKernel as K; print(json.dumps(K.language_info))"
+    info = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                     timeout=120).stdout)
+    return {"kernelspec": {"display_name": spec.display_name, "language": spec.language, "name": "python3"},
+            "language_info": info}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_saved_with_the_metadata_jupyterlab_writes(path, kernel_metadata):
+    """Opening a notebook, JupyterLab writes the kernel's spec and language info into its metadata; a notebook
+    saved with other values shows as modified at once. The Python version is that of the machines here."""
+    metadata = nbformat.read(path, as_version=4).metadata
+    assert metadata.kernelspec == kernel_metadata["kernelspec"], metadata.kernelspec
+    info, expected = dict(metadata.language_info), dict(kernel_metadata["language_info"])
+    assert re.fullmatch(r"3\.\d+\.\d+", info.pop("version", "")) and expected.pop("version"), info
+    assert info == expected, info
 
 
 @pytest.mark.parametrize("path", [NOTEBOOK_DIR / f"{name}.ipynb" for name in MINE], ids=lambda p: p.stem)
