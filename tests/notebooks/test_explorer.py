@@ -25,17 +25,10 @@ TINY = dict(depth=3, width=16, tokens=4, samples=2)
 
 def _assert_whole_plot(png: bytes) -> None:
     """A PNG that decodes, has the plot's size and drawn lines and bands over the plot area."""
-    from PIL import Image
+    from paper_figs.layout import ink
 
-    image = Image.open(io.BytesIO(png))
-    image.load()  # a truncated file raises here
-    pixels = np.asarray(image.convert("RGB"), dtype=int)  # (h, w, 3)
-    height, width = pixels.shape[:2]
-    assert width >= 500 and height >= 300, (width, height)
-    area = pixels[int(0.25 * height):int(0.85 * height), int(0.12 * width):int(0.65 * width)]  # inside the axes
-    drawn = (np.abs(area - 255).sum(-1) > 60).mean()
-    coloured = (area.max(-1) - area.min(-1) > 60).mean()
-    assert drawn > 0.05 and coloured > 0.005, (drawn, coloured)
+    seen = ink(png)
+    assert seen["width"] >= 500 and seen["height"] >= 300 and seen["drawn"] > 0.05 and seen["coloured"] > 0.005, seen
 
 
 def _execute_cells(stop: threading.Event, errors: list) -> None:
