@@ -2,20 +2,24 @@
 
 :class:`Explorer` holds the widgets (ipywidgets, imported only when it is built) and draws
 on its own when shown, so Run All gives a plot; each press of *run* clears the old plot,
-shows a progress bar over the blocks, then the new plot and one line per theory curve.
-The metric menu offers only the metrics of the chosen block
+shows a progress bar over the blocks, then the new plot and one line per theory curve,
+while the status line names the stage (simulating, theory prediction, drawing) and the run
+button waits. The metric menu offers only the metrics of the chosen block
 (:func:`simulate.metrics.metrics_of_block`). :func:`explorer_figure` draws one run; its
 title lists every field the explorer sets (:func:`setting_title`), so a screenshot says
-which setting it shows.
-"""
+which setting it shows. Nothing here uses pyplot: the plot is rendered to PNG inside the
+callback and shown in an image widget (see :class:`Explorer`)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 
+import numpy as np
+
 from paper_figs.notebook import progress_as_output
-from paper_figs.style import (Source, annotate_blowup, log_limits_from_lines, new_figure, place_legend, plot_mc_band,
-                              plot_theory, sources)
+from paper_figs.style import (Source, annotate_blowup, figure_png, log_limits_from_lines, new_figure, place_legend,
+                              plot_mc_band, plot_theory, sources)
 from simulate.compare import compare, verdict_sentence
 from simulate.metrics import metrics_of_block
 
@@ -68,6 +72,10 @@ def run_setting(setting, metric: str, samples: int, *, progress: bool = False):
 def explorer_figure(setting, metric: str, table, prediction, blowup, samples: int, seed: int = 0):
     """One run drawn over every theory curve of ``metric``: x from 0 to the depth, the whole setting in the title.
 
+    The figure is not pyplot's (:func:`paper_figs.style.new_figure`). Theory values above the
+    plotted range (a curve past a blow-up, a bound that overflows to inf) are left out before
+    drawing (``ceiling`` of :func:`paper_figs.style.plot_theory`), so drawing warns about nothing.
+
     Returns
     -------
     matplotlib.figure.Figure
@@ -78,14 +86,16 @@ def explorer_figure(setting, metric: str, table, prediction, blowup, samples: in
     if line is not None:
         sources(fig).append(Source(line, metric, (setting,), mc={"samples": samples, "metrics": (metric,),
                                                                   "seed": seed, "live": True}))
-    for index, (law, kind, drawn) in enumerate(plot_theory(ax, prediction, metric)):
+    measured = table[table["metric"] == metric]["mean"].to_numpy(float)
+    # past a blow-up the theory runs off the top: the limits follow the measurement
+    ceiling = 1e250 if blowup is None or not len(measured) else 1e3 * np.abs(measured).max()
+    for index, (law, kind, drawn) in enumerate(plot_theory(ax, prediction, metric, ceiling=ceiling)):
         drawn.set_color(f"C{index + 1}")
         sources(fig).append(Source(drawn, metric, (setting,), law=law, kind=kind))
     ax.set_xlim(0, setting.depth)
-    measured = table[table["metric"] == metric]["mean"].to_numpy(float)
     if len(measured) and (measured > 0).all():
-        ax.set_yscale("log")  # past a blow-up the theory runs off the top: the limits follow the measurement
-        log_limits_from_lines(ax, ceiling=1e250 if blowup is None else 1e3 * measured.max())
+        ax.set_yscale("log")
+        log_limits_from_lines(ax, ceiling=ceiling)
     annotate_blowup(ax, blowup)
     ax.set(xlabel="layer l (block index; 0 = input)", ylabel=metric)
     ax.set_title(setting_title(setting, metric, samples, seed), fontsize=7.5)
@@ -95,7 +105,12 @@ def explorer_figure(setting, metric: str, table, prediction, blowup, samples: in
 
 
 class Explorer:
-    """Widgets for a setting and a metric, a *run* button, a progress bar and the plot of the last run.
+    """Widgets for a setting and a metric, a *run* button, a status line, the plot of the last run and its verdicts.
+
+    A run happens in a widget callback, which ipykernel 7 may handle on a thread of its own
+    while something else runs. So the plot is a figure no other code can reach
+    (:func:`paper_figs.style.new_figure`, not pyplot's), rendered to PNG inside :meth:`run` and
+    shown in an image widget; no callback here touches pyplot or a notebook's display hooks.
 
     Parameters
     ----------
@@ -105,7 +120,8 @@ class Explorer:
     Attributes
     ----------
     figure : Figure or None
-        The last plot drawn. ``verdicts``: the rows of :func:`simulate.compare.compare` of the last run.
+        The last plot drawn; ``image.value`` holds it as PNG bytes. ``verdicts``: the rows of
+        :func:`simulate.compare.compare` of the last run.
     """
 
     def __init__(self, **defaults):
@@ -138,10 +154,11 @@ class Explorer:
         self.button = widgets.Button(description="run", button_style="primary", icon="play")
         self.button.on_click(lambda _: self.run())
         self.status = widgets.HTML()
+        self.image = widgets.Image(format="png", layout=widgets.Layout(display="none"))
         self.output = widgets.Output()
         names = list(self.controls)
         rows = [widgets.HBox([self.controls[n] for n in names[i:i + 3]]) for i in range(0, len(names), 3)]
-        self.box = widgets.VBox(rows + [widgets.HBox([self.button, self.status]), self.output])
+        self.box = widgets.VBox(rows + [widgets.HBox([self.button, self.status]), self.image, self.output])
         self.figure, self.verdicts = None, []
 
     def _block_changed(self, change) -> None:
@@ -156,30 +173,51 @@ class Explorer:
         return {name: control.value for name, control in self.controls.items()}
 
     def run(self):
-        """Clear the old plot, simulate with a progress bar, draw, print one line per theory curve."""
-        import matplotlib.pyplot as plt
-        from IPython.display import display
+        """Clear the old plot, simulate with a progress bar, predict, draw, print one line per theory curve.
+
+        The run button is disabled meanwhile (a press during a run would queue another) and the
+        status line names the stage. Returns the measured table (None for an invalid setting).
+        """
+        self.button.disabled = True
+        try:
+            return self._run()
+        finally:
+            self.button.disabled = False
+
+    def _run(self):
         import theory
 
         values = self.values()
         metric, samples = values.pop("metric"), values.pop("samples")
         self.output.clear_output()
+        self.image.layout.display = "none"
         self.figure, self.verdicts = None, []
         try:
             setting = build_setting(**values)
         except theory.SettingError as error:
             self.status.value = f"<b>not a valid setting:</b> {error}"
             return None
-        self.status.value = (f"running {setting.depth} blocks x {samples} samples of {setting.scheme}/"
-                             f"{setting.block} ... (the bar below counts blocks)")
-        started = time.perf_counter()
-        with self.output:
-            with progress_as_output():
+        started, timings = time.perf_counter(), {}
+
+        @contextlib.contextmanager
+        def stage(name: str, words: str):
+            self.status.value = words
+            begun = time.perf_counter()
+            yield
+            timings[name] = time.perf_counter() - begun
+
+        with stage("simulation", f"simulating {setting.depth} blocks x {samples} samples of {setting.scheme}/"
+                                 f"{setting.block} ... (the bar below counts blocks)"):
+            with self.output, progress_as_output():
                 table, blowup = run_setting(setting, metric, samples, progress=True)
+            self.output.clear_output()  # the bar's last line (leave=False blanks it: a line of spaces)
+        with stage("theory", "theory prediction ..."):
             prediction = theory.predict(setting)
+        with stage("drawing", "drawing ..."):
             self.figure = explorer_figure(setting, metric, table, prediction, blowup, samples)
-            display(self.figure)
-            plt.close(self.figure)
+            self.image.value = figure_png(self.figure)
+            self.image.layout.display = None
+        with self.output:
             print("setting: " + setting_title(setting, metric, samples).replace("\n", "  "))
             curves = prediction[prediction["metric"] == metric]
             for law in sorted(curves["law"].unique()):
@@ -189,8 +227,9 @@ class Explorer:
                     print(f"{law}: {verdict_sentence(row)}")
             if curves.empty:
                 print(f"theory.predict has no curve of {metric} for this setting")
-        self.status.value = (f"done in {time.perf_counter() - started:.1f} s; change the settings and press "
-                             "<b>run</b> again")
+        split = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timings.items())
+        self.status.value = (f"done in {time.perf_counter() - started:.1f} s ({split}); change the settings and "
+                             "press <b>run</b> again")
         return table
 
     def show(self):

@@ -27,6 +27,7 @@ extents in display pixels:
 
 from __future__ import annotations
 
+import io
 import itertools
 
 import numpy as np
@@ -34,7 +35,7 @@ from matplotlib.text import Text
 
 from paper_figs.style import MIN_FONTSIZE
 
-__all__ = ["MAX_LEGEND_ENTRIES", "MAX_INSIDE_ENTRIES", "layout_problems"]
+__all__ = ["MAX_LEGEND_ENTRIES", "MAX_INSIDE_ENTRIES", "layout_problems", "ink"]
 
 MAX_LEGEND_ENTRIES = 12
 MAX_INSIDE_ENTRIES = 4
@@ -152,3 +153,31 @@ def layout_problems(fig) -> list[str]:
                 problems.append(f"figure: {label!r} overlaps {names[ax]}")
     problems += [p for legend in fig.legends for p in _legend_problems("figure legend", legend, None, renderer)]
     return list(dict.fromkeys(problems))
+
+
+def ink(png: bytes, box=(0.12, 0.25, 0.65, 0.85)) -> dict:
+    """What a rendered plot holds: its size and the share of drawn and of coloured pixels inside ``box``.
+
+    ``box`` is ``(left, top, right, bottom)`` as fractions of the image's width and height (the
+    default: inside the axes of the explorer's plot, below its two-line title and left of its
+    legend). A pixel is drawn when it is not white, coloured when its channels differ (lines and
+    bands, not the black frame, grid or text). The PNG must decode: a truncated file raises.
+
+    >>> from paper_figs.style import figure_png, new_figure
+    >>> fig, axes = new_figure()
+    >>> blank = ink(figure_png(fig))
+    >>> _ = axes[0][0].fill_between([0, 1], [0, 0], [1, 1], color="C0")
+    >>> blank["coloured"], ink(figure_png(fig))["coloured"] > 0.5
+    (0.0, True)
+    """
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png))
+    image.load()
+    pixels = np.asarray(image.convert("RGB"), dtype=int)  # (h, w, 3)
+    height, width = pixels.shape[:2]
+    left, top, right, bottom = box
+    area = pixels[int(top * height):int(bottom * height), int(left * width):int(right * width)]
+    return {"bytes": len(png), "width": width, "height": height,
+            "drawn": round(float((np.abs(area - 255).sum(-1) > 60).mean()), 4),
+            "coloured": round(float((area.max(-1) - area.min(-1) > 60).mean()), 4)}

@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 import functools
+import io
 import math
 import os
 import weakref
@@ -30,9 +31,10 @@ import matplotlib
 if "MPLBACKEND" not in os.environ:  # headless by default; a notebook's kernel names its inline backend
     matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-import numpy as np  # noqa: E402
+import numpy as np  # noqa: E402  (after the backend is chosen)
 import pandas as pd  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from simulate.compare import describe_setting, run_monte_carlo  # noqa: E402
 from theory import predict as _predict  # noqa: E402
@@ -52,6 +54,7 @@ __all__ = [
     "McSizes",
     "mc_sizes",
     "new_figure",
+    "figure_png",
     "save_figure",
     "Source",
     "sources",
@@ -80,7 +83,7 @@ KIND_WORDS = {"exact": "exact law", "approx": "approximate law", "upper": "upper
 # Markers that tell apart several laws of one kind in a sweep plot.
 LAW_MARKERS = ("", "x", "+", "^", "v", "s")
 
-plt.rcParams.update({
+matplotlib.rcParams.update({
     "figure.dpi": 100,
     "savefig.dpi": 200,
     "font.size": 8,
@@ -136,10 +139,33 @@ def llama_like(width: int, **overrides):
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.4, height: float = 2.6, **subplot_kw):
-    """A figure with ``nrows x ncols`` axes of ``width x height`` inches each, constrained layout."""
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False,
-                             layout="constrained", **subplot_kw)
-    return fig, axes
+    """A figure with ``nrows x ncols`` axes of ``width x height`` inches each, constrained layout.
+
+    The figure is not pyplot's: it has its own Agg canvas and is in no global list, so nothing
+    else (``plt.close('all')``, a notebook's inline backend drawing pyplot's figures after a cell
+    or a widget message, on another thread) can draw or close it; it goes when the last
+    reference does. A notebook shows it with ``display(fig)`` or as a cell's value.
+
+    >>> import matplotlib.pyplot as plt
+    >>> fig, axes = new_figure(ncols=2)
+    >>> axes.shape, fig.get_size_inches().tolist(), plt.get_fignums()
+    ((1, 2), [6.8, 2.6], [])
+    """
+    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, squeeze=False, **subplot_kw)
+
+
+def figure_png(fig) -> bytes:
+    """``fig`` rendered as PNG bytes at its own dpi, cropped to what it draws (as a notebook shows a figure).
+
+    >>> fig, axes = new_figure()
+    >>> figure_png(fig)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+    True
+    """
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=fig.dpi, bbox_inches="tight")
+    return buffer.getvalue()
 
 
 def place_legend(ax, fontsize: float = LEGEND_FONTSIZE, *, handles=None, ncol: int = 1, title=None) -> None:
@@ -173,7 +199,7 @@ def log_limits_from_lines(ax, pad: float = 1.6, ceiling: float = 1e250, *, share
 
 
 def save_figure(fig, out_dir: str | os.PathLike, name: str) -> list[Path]:
-    """Write ``name.png`` and ``name.pdf`` into ``out_dir`` atomically and close the figure.
+    """Write ``name.png`` and ``name.pdf`` into ``out_dir`` atomically.
 
     Each file goes through :func:`theory.cli.atomic_write`, so a reader never sees half a file.
 
@@ -184,11 +210,9 @@ def save_figure(fig, out_dir: str | os.PathLike, name: str) -> list[Path]:
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = [atomic_write(out / f"{name}.{ext}",
-                            lambda temp, ext=ext: fig.savefig(temp, format=ext, bbox_inches="tight"))
-               for ext in ("png", "pdf")]
-    plt.close(fig)
-    return written
+    return [atomic_write(out / f"{name}.{ext}",
+                         lambda temp, ext=ext: fig.savefig(temp, format=ext, bbox_inches="tight"))
+            for ext in ("png", "pdf")]
 
 
 @dataclass(frozen=True)
@@ -250,7 +274,7 @@ def plot_mc_band(ax, table: pd.DataFrame, metric: str, *, label: str, color=None
 
 
 def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=None, label_prefix: str = "",
-                x: str = "layer", kinds=None) -> list:
+                x: str = "layer", kinds=None, ceiling: float | None = None) -> list:
     """Theory curves of one metric: one line per law, dashed by its kind.
 
     Parameters
@@ -259,10 +283,22 @@ def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=N
         ``theory.predict`` output (``layer, metric, law, kind, value``).
     laws, kinds : iterable of str, optional
         Only these law ids / kinds (default: every law that predicts ``metric``).
+    ceiling : float, optional
+        Values above it, and values that are not finite, are left out of the line (NaN), so a curve
+        that runs past the plotted range ends at its edge and matplotlib never sees a value it cannot
+        scale (a log axis near 1e308 overflows). A curve with fewer than two values left is not drawn.
 
     Returns
     -------
     list of (law, kind, Line2D)
+
+    >>> fig, axes = new_figure()
+    >>> curve = pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "law": "a", "kind": "exact",
+    ...                       "value": [1.0, 1e200, np.inf]})
+    >>> [(law, line.get_ydata().tolist()) for law, _, line in plot_theory(axes[0][0], curve, "var", ceiling=1e3)]
+    []
+    >>> [line.get_ydata().tolist() for _, _, line in plot_theory(axes[0][0], curve, "var", ceiling=1e250)]
+    [[1.0, 1e+200, nan]]
     """
     rows = prediction[prediction["metric"] == metric]
     if laws is not None:
@@ -271,10 +307,13 @@ def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=N
         rows = rows[rows["kind"].isin(list(kinds))]
     drawn = []
     for (law, kind), curve in rows.groupby(["law", "kind"], sort=True):
-        if len(curve) < 2:
-            continue  # one point (e.g. the input layer alone) draws no line
         curve = curve.sort_values(x)
-        (line,) = ax.plot(curve[x], curve["value"], linestyle=LAW_LINESTYLE.get(kind, "-"), color=color,
+        values = curve["value"].to_numpy(float)
+        if ceiling is not None:
+            values = np.where(np.isfinite(values) & (values <= ceiling), values, np.nan)
+        if np.count_nonzero(~np.isnan(values)) < 2:
+            continue  # one point (e.g. the input layer alone) draws no line
+        (line,) = ax.plot(curve[x].to_numpy(float), values, linestyle=LAW_LINESTYLE.get(kind, "-"), color=color,
                           linewidth=1.2, label=f"{label_prefix}{law} ({kind})")
         drawn.append((law, kind, line))
     return drawn

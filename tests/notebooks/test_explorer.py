@@ -1,10 +1,17 @@
-"""The explorer of notebook 03: it offers only the metrics a block has, and every offered pair plots.
+"""The explorer of notebook 03: it offers only the metrics a block has, every offered pair plots, every plot is whole.
 
 Built without a notebook front end (ipywidgets works without one); ``run`` is what the
-*run* button and Run All call.
+*run* button (``button.click()`` calls its handler) and Run All call. Under ipykernel 7 a
+widget callback may run on a thread of its own while another thread executes cells and,
+after each, draws and closes pyplot's figures (matplotlib-inline's ``flush_figures``): the
+explorer's plot must be out of that thread's reach.
 """
 
 from __future__ import annotations
+
+import io
+import threading
+import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -16,15 +23,35 @@ from theory.setting import BLOCKS
 TINY = dict(depth=3, width=16, tokens=4, samples=2)
 
 
+def _assert_whole_plot(png: bytes) -> None:
+    """A PNG that decodes, has the plot's size and drawn lines and bands over the plot area."""
+    from paper_figs.layout import ink
+
+    seen = ink(png)
+    assert seen["width"] >= 500 and seen["height"] >= 300 and seen["drawn"] > 0.05 and seen["coloured"] > 0.005, seen
+
+
+def _execute_cells(stop: threading.Event, errors: list) -> None:
+    """Another thread running cells: each draws a pyplot figure, then (post_execute) all pyplot figures are drawn
+    and closed, as matplotlib-inline's ``flush_figures`` does."""
+    from matplotlib._pylab_helpers import Gcf
+
+    try:
+        while not stop.is_set():
+            plt.figure(figsize=(3, 2)).add_subplot().plot([0, 1, 2], [2, 0, 1])
+            for manager in Gcf.get_all_fig_managers():
+                manager.canvas.figure.savefig(io.BytesIO(), format="png")
+            plt.close("all")
+    except Exception as error:  # noqa: BLE001  (reported by the test)
+        errors.append(error)
+
+
 @pytest.fixture
 def explorer():
     pytest.importorskip("ipywidgets")
     from paper_figs.explorer import Explorer
 
-    made = Explorer(**TINY)
-    yield made
-    if made.figure is not None:
-        plt.close(made.figure)
+    return Explorer(**TINY)
 
 
 def test_metric_menu_follows_the_block(explorer):
@@ -53,7 +80,6 @@ def test_every_offered_metric_plots(explorer, block):
                 assert len(drawn.get_xdata()) >= 2 or drawn.get_marker() not in ("", "None"), drawn.get_label()
         title = explorer.figure.axes[0].get_title()
         assert f"metric={metric}" in title and f"block={block}" in title and "scheme=pre" in title, title
-        plt.close(explorer.figure)
 
 
 def test_run_reports_what_was_compared(explorer):
@@ -74,3 +100,76 @@ def test_invalid_setting_is_one_line_not_a_traceback(explorer, monkeypatch):
     assert explorer.run() is None and explorer.figure is None
     assert explorer.status.value.startswith("<b>not a valid setting:</b>") and "width" in explorer.status.value
     assert "\n" not in explorer.status.value
+
+
+def test_every_press_gives_a_whole_plot_while_another_thread_runs_cells(explorer):
+    """Issue 17: the button's run and a cell's pyplot flush on another thread, twenty presses in a row."""
+    stop, errors = threading.Event(), []
+    cells = threading.Thread(target=_execute_cells, args=(stop, errors), daemon=True)
+    cells.start()
+    try:
+        images = []
+        for _ in range(20):
+            explorer.button.click()
+            assert "done in" in explorer.status.value, explorer.status.value
+            images.append(explorer.image.value)
+    finally:
+        stop.set()
+        cells.join(timeout=60)
+    assert not errors, errors
+    _assert_whole_plot(images[0])
+    assert all(image == images[0] for image in images), [len(image) for image in images]  # same setting, same seed
+
+
+def test_no_callback_touches_pyplot(explorer, monkeypatch):
+    """Pressing run and changing the block or metric creates, reads and closes no pyplot figure."""
+    from matplotlib._pylab_helpers import Gcf
+
+    used = []
+
+    def refuser(name):
+        def refuse(*args, **kwargs):
+            used.append(name)  # the widget's dispatcher logs an exception a callback raises: recorded here too
+            raise AssertionError(f"an explorer callback called pyplot.{name}")
+        return refuse
+
+    plt.close("all")
+    for name in ("figure", "gcf", "gca", "close", "show", "draw", "savefig"):
+        monkeypatch.setattr(plt, name, refuser(name))
+    explorer.button.click()
+    explorer.controls["block"].value = "mlp"
+    explorer.controls["metric"].value = "var_mlp"
+    explorer.button.click()
+    assert not used, used
+    assert "done in" in explorer.status.value and explorer.figure is not None, explorer.status.value
+    assert not Gcf.get_all_fig_managers()
+    _assert_whole_plot(explorer.image.value)
+
+
+def test_a_run_names_its_stages_and_holds_the_button(explorer, monkeypatch):
+    import paper_figs.explorer
+
+    seen, real_run = [], paper_figs.explorer.run_setting
+
+    def run_setting(*args, **kwargs):
+        seen.append(("button disabled", explorer.button.disabled))
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(paper_figs.explorer, "run_setting", run_setting)
+    explorer.status.observe(lambda change: seen.append(change["new"].split(" ")[0]), names="value")
+    explorer.button.click()
+    assert seen[:4] == ["simulating", ("button disabled", True), "theory", "drawing"], seen
+    assert seen[-1] == "done" and not explorer.button.disabled, seen
+
+
+def test_overflowing_theory_draws_without_a_warning():
+    """scheme none, block linear, depth 512, input std 10: the simulation blows up, a bound overflows to inf."""
+    from paper_figs.explorer import Explorer
+
+    explorer = Explorer(scheme="none", block="linear", depth=512, width=16, tokens=4, input_std=10.0, samples=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        explorer.run()
+    assert not caught, [f"{w.category.__name__}: {w.message}" for w in caught]
+    _assert_whole_plot(explorer.image.value)
+    assert any(text.get_gid() == "blowup" for text in explorer.figure.axes[0].texts), "the blow-up is marked"

@@ -7,7 +7,11 @@ reader sees: what was compared and how it came out. Every figure cell shows a pi
 
 from __future__ import annotations
 
+import base64
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -68,6 +72,31 @@ def test_saved_without_outputs(path):
     assert "widgets" not in notebook.metadata, f"{path.name}: saved with widget state"
 
 
+@pytest.fixture(scope="module")
+def kernel_metadata() -> dict:
+    """The kernelspec and language info JupyterLab writes for ipykernel's ``python3`` kernel (language info read in
+    a child process: importing ipykernel's kernel here would hand this process's widgets to a kernel it lacks)."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    code = "import json; from ipykernel.ipkernel import IPythonKernel as K; print(json.dumps(K.language_info))"
+    info = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                     timeout=120).stdout)
+    return {"kernelspec": {"display_name": spec.display_name, "language": spec.language, "name": "python3"},
+            "language_info": info}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_saved_with_the_metadata_jupyterlab_writes(path, kernel_metadata):
+    """Opening a notebook, JupyterLab writes the kernel's spec and language info into its metadata; a notebook
+    saved with other values shows as modified at once. The Python version is that of the machines here."""
+    metadata = nbformat.read(path, as_version=4).metadata
+    assert metadata.kernelspec == kernel_metadata["kernelspec"], metadata.kernelspec
+    info, expected = dict(metadata.language_info), dict(kernel_metadata["language_info"])
+    assert re.fullmatch(r"3\.\d+\.\d+", info.pop("version", "")) and expected.pop("version"), info
+    assert info == expected, info
+
+
 @pytest.mark.parametrize("path", [NOTEBOOK_DIR / f"{name}.ipynb" for name in MINE], ids=lambda p: p.stem)
 def test_has_a_full_size_switch(path):
     """The first code cell starts with ``FULL = False`` and says what FULL = True costs (or that it has none)."""
@@ -77,14 +106,19 @@ def test_has_a_full_size_switch(path):
                     head), head
 
 
+def _widget_models(notebook, name: str) -> list:
+    """The saved widget state of every model called ``name`` (e.g. 'OutputModel') in the executed notebook."""
+    state = notebook.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    return [model for model in state.get("state", {}).values() if model.get("model_name") == name]
+
+
 def _printed_text(notebook) -> str:
     """Every stream and text output of the executed notebook, output widgets included."""
     texts = [o.get("text", "") for c in notebook.cells if c.cell_type == "code" for o in c.outputs
              if o.output_type == "stream"]
     texts += [o["data"].get("text/plain", "") for c in notebook.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type in ("execute_result", "display_data")]
-    state = notebook.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
-    for model in state.get("state", {}).values():
+    for model in _widget_models(notebook, "OutputModel"):
         for output in model.get("state", {}).get("outputs", []):
             texts.append(output.get("text", ""))
     return "\n".join(texts)
@@ -109,3 +143,8 @@ def test_executes_in_quick_mode(path, monkeypatch, shared_cache):
                                                    cell.source):
             images = [o for o in cell.outputs if "image/png" in o.get("data", {})]
             assert images, f"{path.name}: a figure cell shows no picture:\n{cell.source[:200]}"
+    if path.stem == "03_explorer":  # the plot is in an image widget, the verdicts in an output widget
+        pictures = [buffer["data"] for model in _widget_models(notebook, "ImageModel")
+                    for buffer in model.get("buffers", []) if buffer.get("path") == ["value"]]
+        assert len(pictures) == 1 and base64.b64decode(pictures[0]).startswith(b"\x89PNG"), len(pictures)
+        assert not re.search(r"^ +$", text, re.M), "a line of spaces (a progress bar's remains) is shown"

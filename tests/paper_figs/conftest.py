@@ -1,14 +1,15 @@
-"""Each registry figure is built once per test session at the quick size and kept open for the tests.
+"""Each registry figure is built once per test session at the quick size and kept for the tests.
 
-:func:`built` calls ``FIGURES[name](out_dir, True)`` with ``matplotlib.pyplot.close`` held
-back, so the figure the builder saved (and would have closed) stays available: the file
-tests look at what was written, the layout and data tests at the figure itself.
+:func:`built` calls ``FIGURES[name](out_dir, True)`` and keeps the figure the builder saved
+(:func:`paper_figs.style.save_figure` calls ``Figure.savefig``; the figures are not pyplot's, so
+nothing closes them): the file tests look at what was written, the layout and data tests at the
+figure itself.
 """
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import pytest
+from matplotlib.figure import Figure
 
 from paper_figs import FIGURES
 
@@ -18,31 +19,26 @@ _BUILT: dict = {}
 @pytest.fixture(scope="session")
 def built(tmp_path_factory, shared_cache):
     """``built(name) -> (paths, figure)``: the quick build of a registry figure (once per session)."""
-    opened = []
 
     def build(name: str):
         if name not in _BUILT:
             out = tmp_path_factory.mktemp(f"fig-{name}")
-            captured = []
-            real_close = plt.close
+            saved = []
+            real_savefig = Figure.savefig
 
-            def hold(fig=None):
-                if fig is not None and not isinstance(fig, str):
-                    captured.append(fig)
-                else:
-                    real_close(fig)
+            def keep(fig, *args, **kwargs):
+                if fig not in saved:
+                    saved.append(fig)
+                return real_savefig(fig, *args, **kwargs)
 
-            plt.close = hold
+            Figure.savefig = keep
             try:
                 paths = FIGURES[name](out, True)
             finally:
-                plt.close = real_close
-            assert captured, f"{name}: the builder saved no figure through paper_figs.style.save_figure"
-            opened.extend(captured)
-            _BUILT[name] = (paths, captured[-1])
+                Figure.savefig = real_savefig
+            assert saved, f"{name}: the builder saved no figure through paper_figs.style.save_figure"
+            _BUILT[name] = (paths, saved[-1])
         return _BUILT[name]
 
     yield build
-    for fig in opened:
-        plt.close(fig)
     _BUILT.clear()

@@ -39,6 +39,15 @@ def test_figure_builds_png_and_pdf(name, built):
     assert not [p for p in folder.iterdir() if p.name.startswith(".")], "temporary files left behind"
 
 
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_figure_is_not_pyplots(name, built):
+    """A figure nobody else can draw or close: pyplot holds none (a notebook's inline backend draws pyplot's)."""
+    import matplotlib.pyplot as plt
+
+    _, fig = built(name)
+    assert fig.canvas.manager is None and plt.get_fignums() == [], (name, plt.get_fignums())
+
+
 def _measured_points(source):
     """What the source's numbers should be, from the simulator's table: (x, y)."""
     if len(source.settings) == 1 and source.xs is None:  # a per-layer profile
@@ -117,8 +126,6 @@ def test_block_jacobian_heatmaps_show_j_minus_identity(built):
 
 
 def test_weight_decay_figure_draws_its_runs():
-    import matplotlib.pyplot as plt
-
     from paper_figs.regimes import weight_decay_figure
 
     fig, runs = weight_decay_figure(((0.1, 1.0, 1.0),), steps=20, groups=4)
@@ -128,7 +135,6 @@ def test_weight_decay_figure_draws_its_runs():
     args = dict(steps=20, lr=0.1, weight_decay=1.0, grad_noise_std=1.0, init_var=run["setting"].resolved_init_std**2)
     np.testing.assert_allclose(lines[1].get_ydata(), theory.weight_decay_variance(**args))
     np.testing.assert_allclose(lines[2].get_ydata(), theory.weight_decay_bound(**args))
-    plt.close(fig)
 
 
 def test_cli_builds_one_figure(tmp_path, shared_cache):

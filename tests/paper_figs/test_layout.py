@@ -89,7 +89,6 @@ def test_explorer_figure_is_readable_and_shows_the_setting(case):
         measured = table[table["metric"] == metric]["mean"]
         assert low >= measured.min() / 10 and high <= measured.max() * 1e4, (low, high, measured.min())
     _assert_readable(case, fig)
-    plt.close(fig)
 
 
 def _notebook_figures():
@@ -135,4 +134,3 @@ def test_notebook_profile_figure_is_readable(name):
             low, high = source.artist.axes.get_ylim()
             y = source.artist.get_ydata()
             assert low <= min(y) and max(y) <= high, (name, source.artist.axes.get_title(), low, high, min(y), max(y))
-    plt.close(fig)

@@ -53,6 +53,31 @@ def test_kernel_table_accuracy(name):
     assert np.abs(tab.correlation(q, r) - exact).max() < 3e-4
 
 
+@pytest.mark.parametrize("name", ["gelu", "silu"])
+def test_kernel_table_cells_equal_the_grid_computed_at_once(name):
+    """A cell computed when first read has the value of the whole grid computed in one call (bit for bit)."""
+    tab = kernel_table(name, 0.3, 3.0)
+    q, r = np.exp(tab.log_q)[:, None], np.cos(tab.theta)[None, :]
+    at_once = dual_kernel(name, q, r, order=64) / second_moment(name, q)  # (nq, ntheta)
+    rng = np.random.default_rng(1)
+    i, j = rng.integers(0, len(tab.log_q), 200), rng.integers(0, len(tab.theta), 200)
+    assert (tab.cells(i, j) == at_once[i, j]).all()
+    i, j = np.indices(at_once.shape)
+    assert (tab.cells(i, j) == at_once).all()
+
+
+def test_wide_kernel_table_computes_only_what_a_stack_reads():
+    """An un-normalised stream's table spans q in [1e-4, 1e8]; predict reads (and computes) a few of its cells."""
+    from theory import Setting, predict
+    from theory.meanfield.plan import build_plan
+
+    setting = Setting(scheme="none", block="transformer", depth=32, width=64, heads=4, tokens=16)
+    predict(setting)
+    tab = build_plan(setting).kernel
+    assert np.exp(tab.log_q[-1]) > 1e7, "the table of a raw stream covers a wide range"
+    assert 0 < np.isfinite(tab.kappa).mean() < 0.1, np.isfinite(tab.kappa).mean()
+
+
 def _normalised_tokens(rng, samples, tokens, width, cos):
     shared = rng.standard_normal((samples, 1, width))
     own = rng.standard_normal((samples, tokens, width))

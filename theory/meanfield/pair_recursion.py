@@ -334,9 +334,9 @@ class _AdditiveTail:
         np.clip(ft, 0, len(table.theta) - 1.000001, out=ft)
         j = ft.astype(np.int64)
         ft -= j
-        k, i, fq = table.kappa, self.row, self.row_frac
-        low = k[i, j] * (1 - ft) + k[i, j + 1] * ft
-        return low + fq * (k[i + 1, j] * (1 - ft) + k[i + 1, j + 1] * ft - low)
+        k, i, fq = table.cells, self.row, self.row_frac
+        low = k(i, j) * (1 - ft) + k(i, j + 1) * ft
+        return low + fq * (k(i + 1, j) * (1 - ft) + k(i + 1, j + 1) * ft - low)
 
     def __call__(self, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         plan = self.plan

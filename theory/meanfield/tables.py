@@ -7,8 +7,8 @@
   correlation ``kappa(q, r) = K(q, r)/K(q, 1)`` of an activation (dual kernel,
   :mod:`theory.meanfield.gaussian`) or of its derivative, on a ``(log q, arccos r)`` grid.
 
-Tables are cached (``lru_cache``) and immutable. Source: derived here (docs/derivations.md#softmax-square-sum,
-docs/derivations.md#dual-kernels).
+Tables are cached (``lru_cache``) and immutable (a kernel table computes each cell when it is first
+read). Source: derived here (docs/derivations.md#softmax-square-sum, docs/derivations.md#dual-kernels).
 
 >>> tab = kernel_table("relu", 1.0, 1.0)
 >>> round(float(tab.correlation(1.0, 1.0)), 9)
@@ -18,8 +18,9 @@ docs/derivations.md#dual-kernels).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
@@ -77,11 +78,35 @@ class KernelTable:
     ``q`` is clipped to ``[max(q_min, 1e-4), q_max]`` (below 1e-4 the correlation is at its
     small-``q`` limit up to O(q), < 1e-4). Error for ``r >= 0``: < 3e-4 for ``q <= 2`` (checked in
     the tests); for larger ``q`` (un-normalised streams) up to ~1e-3 (GELU at ``q = 10``).
+
+    A cell is computed when it is first read (:meth:`cells`, by ``cell(i, j)``), so a table over
+    a wide ``q`` range costs only the cells a recursion reads: an un-normalised stream's table
+    spans ``q`` in ``[1e-4, 1e8]`` (113 x 129 cells of a 64 x 64 quadrature each, seconds), of which
+    a stack reads a few hundred. The values are those of the whole grid computed at once.
     """
 
     log_q: np.ndarray
     theta: np.ndarray
-    kappa: np.ndarray  # (len(log_q), len(theta))
+    cell: Callable[[np.ndarray, np.ndarray], np.ndarray]  # kappa at grid indices (i, j), arrays (n,)
+    kappa: np.ndarray = field(init=False, repr=False, compare=False)  # (len(log_q), len(theta)), NaN: not read yet
+
+    def __post_init__(self):
+        object.__setattr__(self, "kappa", np.full((len(self.log_q), len(self.theta)), np.nan))
+
+    def cells(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``kappa`` at the grid indices ``(i, j)`` (integer arrays of one shape), computing the cells not read before.
+
+        >>> tab = kernel_table("relu", 1.0, 1.0)
+        >>> tab.cells(np.array([0, 0]), np.array([0, 128])).round(6).tolist()  # r = 1 and r = -1
+        [1.0, 0.0]
+        """
+        values = self.kappa[i, j]
+        missing = np.isnan(values)
+        if missing.any():
+            rows, cols = np.unique(np.stack([i[missing], j[missing]]), axis=1)
+            self.kappa[rows, cols] = self.cell(rows, cols)
+            values = self.kappa[i, j]
+        return values
 
     def correlation(self, q, r) -> np.ndarray:
         """``kappa`` at ``(q, r)`` (broadcast together; returns their broadcast shape).
@@ -93,13 +118,12 @@ class KernelTable:
         th = np.arccos(np.clip(np.asarray(r, dtype=float), -1.0, 1.0))
         fq = np.clip((lq - self.log_q[0]) / (self.log_q[1] - self.log_q[0]), 0, len(self.log_q) - 1.000001)
         ft = np.clip(th / (self.theta[1] - self.theta[0]), 0, len(self.theta) - 1.000001)
+        fq, ft = np.broadcast_arrays(fq, ft)
         i, j = fq.astype(np.int64), ft.astype(np.int64)
         fq, ft = fq - i, ft - j
-        k = self.kappa
-        low = k[i, j] * (1 - ft) + k[i, j + 1] * ft
-        high = k[i + 1, j] * (1 - ft) + k[i + 1, j + 1] * ft
+        low = self.cells(i, j) * (1 - ft) + self.cells(i, j + 1) * ft
+        high = self.cells(i + 1, j) * (1 - ft) + self.cells(i + 1, j + 1) * ft
         return low * (1 - fq) + high * fq
-
 
 
 def _kernel_grid(q_min: float, q_max: float) -> tuple[np.ndarray, np.ndarray]:
@@ -119,9 +143,9 @@ def kernel_table(name: str, q_min: float, q_max: float) -> KernelTable:
     0.31831
     """
     log_q, theta = _kernel_grid(q_min, q_max)
-    q = np.exp(log_q)[:, None]
-    kernel = dual_kernel(name, q, np.cos(theta)[None, :], order=32 if q_max <= 2 else 64)  # (nq, ntheta)
-    return KernelTable(log_q, theta, kernel / second_moment(name, q))
+    q, r = np.exp(log_q), np.cos(theta)
+    order, norm = 32 if q_max <= 2 else 64, second_moment(name, q)  # norm (nq,)
+    return KernelTable(log_q, theta, lambda i, j: dual_kernel(name, q[i], r[j], order=order) / norm[i])
 
 
 @lru_cache(maxsize=16)
@@ -133,6 +157,7 @@ def derivative_table(name: str, q_min: float, q_max: float):
     (0.5, 1.0)
     """
     log_q, theta = _kernel_grid(q_min, q_max)
-    q = np.exp(log_q)[:, None]
-    kernel = derivative_kernel(name, q, np.cos(theta)[None, :], order=32)  # Jacobian metrics are approx anyway
-    return KernelTable(log_q, theta, kernel / derivative_moment(name, q))
+    q, r = np.exp(log_q), np.cos(theta)
+    norm = derivative_moment(name, q)  # (nq,)
+    # order 32: the Jacobian metrics are approx anyway
+    return KernelTable(log_q, theta, lambda i, j: derivative_kernel(name, q[i], r[j], order=32) / norm[i])
