@@ -43,7 +43,7 @@ shares one :class:`RecursionContext`; :func:`run_block` runs one block, and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -53,8 +53,8 @@ from theory.meanfield.plan import ATTENTION, LINEAR, MOE, SublayerPlan
 from theory.meanfield.softmax_rows import RowTable, rope_cos, row_table, rope_spread, score_path, uniform_rows
 from theory.meanfield.tables import derivative_table
 
-__all__ = ["RecursionContext", "recursion_context", "correlation", "sublayer_cov", "tangent_step", "run_block",
-           "tangent_pass", "UNIFORM_TAU2"]
+__all__ = ["RecursionContext", "recursion_context", "correlation", "SublayerCov", "sublayer_cov", "tangent_step",
+           "run_block", "tangent_pass", "UNIFORM_TAU2"]
 
 UNIFORM_TAU2 = 0.02  # score variance below which attention counts as uniform (MC-checked: predict docstring)
 
@@ -168,19 +168,40 @@ def _mlp(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, normed: bool,
     return out * _moe_overlap(plan, R) if plan.kind[n] == MOE else out
 
 
-def sublayer_cov(plan: SublayerPlan, n: int, K: np.ndarray, ctx: RecursionContext) -> dict:
-    """One sublayer ``n`` on the T x T state ``K``: new ``K``, branch covariance, per-token quantities.
+@dataclass(frozen=True)
+class SublayerCov:
+    """One sublayer of the matrix recursion (:func:`sublayer_cov`), and what its tangents need.
 
-    Returns a dict: ``K`` (T, T) after the sublayer, ``branch`` (mean branch variance, float),
-    ``cos_tok`` (T,) per-token cosine before/after, and for :func:`tangent_step` ``diag_in`` (T,),
-    ``f_diag`` (T,), ``R`` (T, T), ``scale`` (T,), ``S`` (T,) and ``J`` (2, T) (attention; else None).
+    ``K`` (T, T) after the sublayer, ``branch`` (mean branch variance), ``cos_tok`` (T,) the
+    per-token cosine before/after; for :func:`tangent_step`: ``diag_in`` (T,), ``f_diag`` (T,),
+    ``R`` (T, T), ``scale`` (T,), ``S`` (T,) and ``J`` (2, T) (attention; else None). Set by
+    :func:`run_block`: the tangents' ``traces`` before and ``traces_after`` the sublayer, and an
+    MLP's tangent kernel ``mlp_tangent`` (T, T), shared by the block and end-to-end tangents.
+    """
+
+    K: np.ndarray
+    branch: float
+    cos_tok: np.ndarray
+    diag_in: np.ndarray
+    f_diag: np.ndarray
+    R: np.ndarray
+    scale: np.ndarray
+    S: np.ndarray | None
+    J: np.ndarray | None
+    traces: tuple = ()
+    traces_after: tuple = ()
+    mlp_tangent: np.ndarray | None = None
+
+
+def sublayer_cov(plan: SublayerPlan, n: int, K: np.ndarray, ctx: RecursionContext) -> SublayerCov:
+    """One sublayer ``n`` on the T x T state ``K``: new ``K``, branch covariance, per-token quantities.
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
     >>> plan = build_plan(Setting(scheme="pre", block="linear", depth=1, width=16, tokens=2))
     >>> ctx = recursion_context(plan, 2, True, 4)
     >>> step = sublayer_cov(plan, 0, np.eye(2), ctx)  # K (2, 2): orthogonal unit tokens
-    >>> step["K"].tolist(), step["branch"]  # v = 1 + alpha g^2 = 2
+    >>> step.K.tolist(), step.branch  # v = 1 + alpha g^2 = 2
     ([[2.0, 0.0], [0.0, 2.0]], 1.0)
     """
     R, diag = correlation(K)
@@ -205,9 +226,9 @@ def sublayer_cov(plan: SublayerPlan, n: int, K: np.ndarray, ctx: RecursionContex
     cos_tok = kept / np.sqrt(new_diag)
     if plan.norm_after[n]:
         new = correlation(new)[0]
-    return dict(K=new, branch=float(np.mean(np.diag(B))) + plan.alignment**2, cos_tok=cos_tok,
-                diag_in=diag, f_diag=f_diag, R=R, scale=scale, S=s if code == ATTENTION else None,
-                J=jac if code == ATTENTION else None)
+    return SublayerCov(K=new, branch=float(np.mean(np.diag(B))) + plan.alignment**2, cos_tok=cos_tok,
+                       diag_in=diag, f_diag=f_diag, R=R, scale=scale, S=s if code == ATTENTION else None,
+                       J=jac if code == ATTENTION else None)
 
 
 def _mlp_tangent_kernel(plan: SublayerPlan, n: int, R: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -243,7 +264,14 @@ def _moe_overlap(plan: SublayerPlan, R: np.ndarray) -> np.ndarray:
     return overlap + extra
 
 
-def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: dict, ctx: RecursionContext) -> np.ndarray:
+def _mlp_tangent(plan: SublayerPlan, n: int, step: SublayerCov) -> np.ndarray:
+    """The MLP tangent kernel of sublayer ``n`` at its forward ``step`` (:func:`_mlp_tangent_kernel`), (T, T)."""
+    normed = bool(plan.norm_input[n])
+    q = plan.alpha_in[n] * (np.full(len(step.diag_in), plan.in_scale2[n]) if normed else step.diag_in)
+    return _mlp_tangent_kernel(plan, n, step.R, q)
+
+
+def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: SublayerCov, ctx: RecursionContext) -> np.ndarray:
     """Tangent covariance after sublayer ``n`` (``C``: T x T per-coordinate covariance of ``dx``).
 
     Derived here (docs/derivations.md#exact-jacobian-init).
@@ -255,7 +283,8 @@ def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: dict, ctx: Rec
     the value path ``A dV`` as the forward map plus the score path ``dA V`` (zero for ``alpha_qk = 0``;
     their cross term vanishes in the mean field, see :func:`score_path`); MLP ``M * Cn``
     (:func:`_mlp_tangent_kernel`). ``C' = D C D + branch2 * branch tangent``.
-    ``C`` (T, T), ``step`` from :func:`sublayer_cov` (its ``mlp_tangent`` is cached there); returns (T, T).
+    ``C`` (T, T), ``step`` from :func:`sublayer_cov` (its ``mlp_tangent`` when :func:`run_block` set it);
+    returns (T, T).
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
@@ -267,7 +296,7 @@ def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: dict, ctx: Rec
     """
     d = plan.width
     proj = (d - 1) / (d - 2) if d > 2 else 1.0
-    diag = step["diag_in"]
+    diag = step.diag_in
     normed = bool(plan.norm_input[n])
     if normed:
         root = np.sqrt(diag)
@@ -279,29 +308,27 @@ def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: dict, ctx: Rec
     if code == LINEAR:
         f = plan.alpha_in[n] * Cn
     elif code == ATTENTION:
-        f = _attention(plan, n, Cn, step["R"], plan.in_scale2[n] if normed else np.float64(np.mean(diag)), ctx,
-                       s_given=step["S"])[0]
-        if step.get("J") is not None and plan.alpha_qk[n] > 0:  # the path through the scores
-            Q = plan.in_scale2[n] * step["R"] if normed else step["R"] * np.sqrt(np.outer(diag, diag))
+        f = _attention(plan, n, Cn, step.R, plan.in_scale2[n] if normed else np.float64(np.mean(diag)), ctx,
+                       s_given=step.S)[0]
+        if step.J is not None and plan.alpha_qk[n] > 0:  # the path through the scores
+            Q = plan.in_scale2[n] * step.R if normed else step.R * np.sqrt(np.outer(diag, diag))
             f = f + plan.alpha_in[n] * plan.alpha_out[n] * plan.alpha_qk[n] * score_path(
-                Q, Cn, step["S"], step["J"], ctx.causal, ctx.rope_cos if plan.rope else None)
+                Q, Cn, step.S, step.J, ctx.causal, ctx.rope_cos if plan.rope else None)
     else:
-        if "mlp_tangent" not in step:  # shared by the block and end-to-end tangents
-            q = plan.alpha_in[n] * (np.full(len(diag), plan.in_scale2[n]) if normed else diag)
-            step["mlp_tangent"] = _mlp_tangent_kernel(plan, n, step["R"], q)
-        f = step["mlp_tangent"] * Cn
+        f = (_mlp_tangent(plan, n, step) if step.mlp_tangent is None else step.mlp_tangent) * Cn
     if plan.norm_branch[n]:  # sandwich: the outer norm divides by the branch rms (projection ignored)
-        safe = np.sqrt(np.where(step["f_diag"] > 0, step["f_diag"], 1.0))
+        safe = np.sqrt(np.where(step.f_diag > 0, step.f_diag, 1.0))
         f = f / np.outer(safe, safe)
         f[np.diag_indices_from(f)] *= proj
-    return C * np.outer(step["scale"], step["scale"]) + plan.branch2[n] * f
+    return C * np.outer(step.scale, step.scale) + plan.branch2[n] * f
 
 
 def run_block(plan: SublayerPlan, block: int, K: np.ndarray, tangents: list, ctx: RecursionContext):
     """Block ``block`` (1-based) from state ``K`` with tangent covariances ``tangents``: ``(K, tangents, steps)``.
 
-    ``K`` and each tangent (T, T); ``steps``: the :func:`sublayer_cov` dicts of the block, with
-    the tangents' traces before and after each sublayer (``traces``, ``traces_after``).
+    ``K`` and each tangent (T, T); ``steps``: the :class:`SublayerCov` records of the block, with
+    the tangents' traces before and after each sublayer (``traces``, ``traces_after``) and an
+    MLP's tangent kernel computed once for all tangents.
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
@@ -314,11 +341,12 @@ def run_block(plan: SublayerPlan, block: int, K: np.ndarray, tangents: list, ctx
     steps = []
     for n in range((block - 1) * period, block * period):
         step = sublayer_cov(plan, n, K, ctx)
-        step["traces"] = [np.trace(C) for C in tangents]
+        if tangents and plan.kind[n] not in (LINEAR, ATTENTION):
+            step = replace(step, mlp_tangent=_mlp_tangent(plan, n, step))
+        traces = tuple(np.trace(C) for C in tangents)
         tangents = [tangent_step(plan, n, C, step, ctx) for C in tangents]
-        step["traces_after"] = [np.trace(C) for C in tangents]
-        steps.append(step)
-        K = step["K"]
+        steps.append(replace(step, traces=traces, traces_after=tuple(np.trace(C) for C in tangents)))
+        K = step.K
     return K, tangents, steps
 
 

@@ -40,6 +40,8 @@ solves such a run by fixed-point iteration on its cosine trajectory.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from theory.meanfield.gaussian import derivative_moment, many_moments, second_moment, swiglu_jvp_gain
@@ -47,7 +49,7 @@ from theory.meanfield.plan import ATTENTION, LINEAR, MLP, MOE, SublayerPlan
 from theory.meanfield.tables import AttentionTable, KernelTable
 
 __all__ = ["linear_moments", "mlp_moments", "attention_moments", "static_moments", "branch_moments",
-           "sublayer_step", "token_recursion", "solve_additive_run"]
+           "SublayerStep", "sublayer_step", "token_recursion", "solve_additive_run"]
 
 
 def linear_moments(q_in, rho, alpha):
@@ -169,25 +171,36 @@ def branch_moments(plan: SublayerPlan, idx, q_in, rho, static: dict | None = Non
     return var, cov, gain
 
 
-def sublayer_step(plan: SublayerPlan, idx, v, c, static: dict | None = None):
-    """One sublayer at steps ``idx`` from states ``(v, c)`` (arrays): returns a dict.
+@dataclass(frozen=True)
+class SublayerStep:
+    """One sublayer of the pair recursion (:func:`sublayer_step`), every field ``(n,)``.
 
-    Keys: ``v, c`` (after), ``branch`` (variance of the added branch incl. the aligned
+    ``v, c`` after the sublayer, ``branch`` (variance of the added branch incl. the aligned
     part), ``jac2`` (``E||(J - I) u||^2/E||u||^2`` of this sublayer, NaN where the sum is
     normalised), ``cos`` (cosine between the stream before and after).
+    """
+
+    v: np.ndarray
+    c: np.ndarray
+    branch: np.ndarray
+    jac2: np.ndarray
+    cos: np.ndarray
+
+
+def sublayer_step(plan: SublayerPlan, idx, v, c, static: dict | None = None) -> SublayerStep:
+    """One sublayer at steps ``idx`` from states ``(v, c)`` (arrays ``(n,)``).
 
     Jacobian (derived here, docs/derivations.md#exact-jacobian-init):
     for ``h = g x/rms(x)``, ``dh/dx = (g/rms)(I - h h^T/(d g^2))``;
     a probe ``u ~ N(0, I)`` keeps ``d - 1`` directions and ``E[1/rms^2] = d/((d-2) v)`` for a
     Gaussian stream, so the input tangent has second moment ``g^2 (d-1)/((d-2) v)`` per
     coordinate, orthogonal to ``h``; the branch multiplies it by its ``jvp_gain``.
-    ``idx, v, c`` (n,); every value of the dict (n,).
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
     >>> plan = build_plan(Setting(scheme="pre", block="linear", depth=2, width=16))
     >>> step = sublayer_step(plan, np.array([0]), np.array([1.0]), np.array([0.0]))
-    >>> {key: np.round(value, 6).tolist() for key, value in step.items()}  # jac2 = (d - 1)/(d - 2) = 15/14
+    >>> {key: np.round(getattr(step, key), 6).tolist() for key in _KEYS}  # jac2 = (d - 1)/(d - 2) = 15/14
     {'v': [2.0], 'c': [0.0], 'branch': [1.0], 'jac2': [1.071429], 'cos': [0.707107]}
     """
     idx = np.asarray(idx)
@@ -211,7 +224,7 @@ def sublayer_step(plan: SublayerPlan, idx, v, c, static: dict | None = None):
     after = plan.norm_after[idx]
     c_new = np.where(after, c_new / v_new, c_new)
     v_new = np.where(after, 1.0, v_new)
-    return dict(v=v_new, c=c_new, branch=b_var + plan.alignment**2, jac2=jac2, cos=cos)
+    return SublayerStep(v=v_new, c=c_new, branch=b_var + plan.alignment**2, jac2=jac2, cos=cos)
 
 
 _KEYS = ("v", "c", "branch", "jac2", "cos")
@@ -246,8 +259,8 @@ def _sequential(plan: SublayerPlan, start: int, stop: int, v: float, c: float, o
     for n in range(start, stop):
         step = sublayer_step(plan, np.array([n]), np.array([v]), np.array([c]), static)
         for key in _KEYS:
-            out[key][n] = step[key][0]
-        v, c = float(step["v"][0]), float(step["c"][0])
+            out[key][n] = getattr(step, key)[0]
+        v, c = float(step.v[0]), float(step.c[0])
         if not np.isfinite(v):
             for key in _KEYS:
                 out[key][n + 1:stop] = np.inf if key in ("v", "branch") else np.nan

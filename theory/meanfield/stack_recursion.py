@@ -20,7 +20,7 @@ from theory.meanfield.covariance import RecursionContext, correlation, recursion
 from theory.meanfield.pair_recursion import token_recursion
 from theory.meanfield.plan import SublayerPlan
 
-__all__ = ["StreamCurves", "matrix_recursion", "exact_blocks", "stride_tail", "stream_recursion", "MATRIX_BUDGET",
+__all__ = ["StreamCurves", "MatrixRun", "matrix_recursion", "exact_blocks", "stride_tail", "stream_recursion", "MATRIX_BUDGET",
            "MAX_MATRIX_STEPS", "STRIDE_EPS"]
 
 MATRIX_BUDGET = 5e7  # T^2 x steps of the matrix recursion before handing over to the pair recursion
@@ -52,20 +52,37 @@ class StreamCurves:
 _STEP_KEYS = ("v", "c", "tcos", "branch", "jac2", "e2e2", "cos")
 
 
-def matrix_recursion(plan: SublayerPlan, K0: np.ndarray, blocks: int, ctx: RecursionContext) -> dict:
-    """Run blocks ``1..blocks`` sublayer by sublayer from ``K0`` (T x T).
+@dataclass(frozen=True)
+class MatrixRun:
+    """Blocks run sublayer by sublayer (:func:`matrix_recursion`).
 
-    Returns per-step arrays (length ``N``, NaN after the last step run): ``v, c`` (mean
-    diagonal / off-diagonal of ``K``), ``tcos`` (mean off-diagonal of ``R``), ``branch``,
-    ``jac2`` (block tangent from ``I``: ``tr C_after/tr C_before - 1``), ``e2e2`` (the same ratio
-    for the tangent carried from the input), ``cos`` (mean per-token cosine before/after the
-    sublayer); ``angular`` (L,); and the last states ``K``, ``C`` (T, T).
+    Per-step arrays (N,) (NaN after the last step run): ``v, c`` (mean diagonal / off-diagonal
+    of ``K``), ``tcos`` (mean off-diagonal of ``R``), ``branch``, ``jac2`` (block tangent from
+    ``I``: ``tr C_after/tr C_before - 1``), ``e2e2`` (the same ratio for the tangent carried
+    from the input), ``cos`` (mean per-token cosine before/after the sublayer); ``angular``
+    (L,); the last states ``K``, ``C`` (T, T).
+    """
+
+    v: np.ndarray
+    c: np.ndarray
+    tcos: np.ndarray
+    branch: np.ndarray
+    jac2: np.ndarray
+    e2e2: np.ndarray
+    cos: np.ndarray
+    angular: np.ndarray
+    K: np.ndarray
+    C: np.ndarray
+
+
+def matrix_recursion(plan: SublayerPlan, K0: np.ndarray, blocks: int, ctx: RecursionContext) -> MatrixRun:
+    """Run blocks ``1..blocks`` sublayer by sublayer from ``K0`` (T x T).
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
     >>> plan = build_plan(Setting(scheme="pre", block="linear", depth=3, width=16, tokens=2))
-    >>> out = matrix_recursion(plan, np.eye(2), 2, recursion_context(plan, 2, True, 4))
-    >>> out["v"].tolist(), out["K"].tolist()  # block 3 not run: NaN
+    >>> run = matrix_recursion(plan, np.eye(2), 2, recursion_context(plan, 2, True, 4))
+    >>> run.v.tolist(), run.K.tolist()  # block 3 not run: NaN
     ([2.0, 3.0, nan], [[3.0, 0.0], [0.0, 3.0]])
     """
     tokens, period = len(K0), ctx.period
@@ -79,23 +96,22 @@ def matrix_recursion(plan: SublayerPlan, K0: np.ndarray, blocks: int, ctx: Recur
         C = pair[1] if tangents else C
         for p, step in enumerate(steps):
             n = (block - 1) * period + p
-            Kn = step["K"]
+            Kn = step.K
             out["v"][n] = np.mean(np.diag(Kn))
-            out["branch"][n] = step["branch"]
-            out["cos"][n] = np.mean(step["cos_tok"])
+            out["branch"][n] = step.branch
+            out["cos"][n] = np.mean(step.cos_tok)
             if tangents:
-                out["jac2"][n] = step["traces_after"][0] / step["traces"][0] - 1.0
-                out["e2e2"][n] = step["traces_after"][1] / step["traces"][1]
+                out["jac2"][n] = step.traces_after[0] / step.traces[0] - 1.0
+                out["e2e2"][n] = step.traces_after[1] / step.traces[1]
             out["c"][n] = Kn[off].mean() if tokens > 1 else 0.0
             out["tcos"][n] = correlation(Kn)[0][off].mean() if tokens > 1 else 0.0
-        cos = np.prod([step["cos_tok"] for step in steps], axis=0)
+        cos = np.prod([step.cos_tok for step in steps], axis=0)
         out["angular"][block - 1] = np.mean(np.arccos(np.clip(cos, -1, 1)) / np.pi)
         if not np.all(np.isfinite(np.diag(K))):
             last = block * period
             out["v"][last:] = out["branch"][last:] = np.inf
             break
-    out["K"], out["C"] = K, C
-    return out
+    return MatrixRun(**out, K=K, C=C)
 
 
 def exact_blocks(plan: SublayerPlan, tokens: int) -> int:
@@ -138,7 +154,8 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
     blocks = min(L, exact_blocks(plan, tokens) if matrix_blocks is None else max(1, matrix_blocks))
     K0 = np.full((tokens, tokens), float(c0))
     np.fill_diagonal(K0, v0)
-    out = matrix_recursion(plan, K0, blocks, ctx)
+    run = matrix_recursion(plan, K0, blocks, ctx)
+    out = {key: getattr(run, key) for key in _STEP_KEYS + ("angular",)}  # the run's arrays, filled on below
     stop = blocks * period
     if stop >= plan.size or not np.isfinite(out["v"][stop - 1]):
         return _curves(out, blocks, "matrix")
@@ -147,7 +164,7 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
         budget = MATRIX_BUDGET / max(tokens, 1) ** 2
         eps = min(0.1, max(STRIDE_EPS, 4 * period * math.log(L / blocks) / budget))
     if tangents and plan.is_additive(np.arange(stop, plan.size)).all():
-        states, nodes = stride_tail(plan, blocks, out["K"], out["C"], ctx, eps)
+        states, nodes = stride_tail(plan, blocks, run.K, run.C, ctx, eps)
         _fill_tail(plan, out, blocks, states, nodes, period)
         return _curves(out, blocks, "stride")
     pairs = token_recursion(plan, float(out["v"][stop - 1]), float(out["c"][stop - 1]), start=stop)
@@ -198,9 +215,9 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
         return b, float(np.mean(np.diag(K))), float(R[off].mean()) if tokens > 1 else 0.0, float(np.trace(C)) / tokens
 
     def block_row(b, steps):
-        jac2 = [st["traces_after"][0] / st["traces"][0] - 1.0 for st in steps]
-        cos = np.prod([st["cos_tok"] for st in steps], axis=0)
-        return (b, [st["branch"] for st in steps], jac2, float(np.mean(np.arccos(np.clip(cos, -1, 1)) / np.pi)))
+        jac2 = [st.traces_after[0] / st.traces[0] - 1.0 for st in steps]
+        cos = np.prod([st.cos_tok for st in steps], axis=0)
+        return (b, [st.branch for st in steps], jac2, float(np.mean(np.arccos(np.clip(cos, -1, 1)) / np.pi)))
 
     states, blocks = [state_row(done, K, C)], []
     b = done

@@ -364,12 +364,7 @@ def iterate_p1_lemma_3_2(c_value, x0, steps):
     >>> iterate_p1_lemma_3_2(2.0, 1.0, 1)
     array([1., 3.])
     """
-    value, c_value = float(x0), float(c_value)
-    out = [value]
-    for _ in range(steps):  # scalar float loop: faster than numpy on one value
-        value += c_value * math.sqrt(value)
-        out.append(value)
-    return np.array(out)
+    return _iterate_sqrt_step(c_value, x0, steps, per_layer=False)
 
 
 def iterate_p1_lns(c_value, x1, steps):
@@ -394,9 +389,18 @@ def iterate_p1_lns(c_value, x1, steps):
     >>> iterate_p1_lns(2.0, 1.0, 1)
     array([1., 3.])
     """
-    value, c_value = float(x1), float(c_value)
+    return _iterate_sqrt_step(c_value, x1, steps, per_layer=True)
+
+
+def _iterate_sqrt_step(c_value, start, steps, per_layer: bool) -> np.ndarray:
+    """``x <- x + c sqrt(x / l)`` at ``l = 1..steps`` (``per_layer``; else ``l`` stays 1), from ``start``.
+
+    A scalar float loop (faster than numpy on one value); dividing by 1 is exact, so both
+    recursions above run here unchanged.
+    """
+    value, c_value = float(start), float(c_value)
     out = [value]
     for index in range(1, steps + 1):
-        value += c_value * math.sqrt(value / index)
+        value += c_value * math.sqrt(value / (index if per_layer else 1))
         out.append(value)
     return np.array(out)
