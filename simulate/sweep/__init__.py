@@ -13,13 +13,20 @@ From Python::
     from simulate.sweep import load_spec, run_sweep, read_summary
     report = run_sweep(load_spec("examples/depth_by_scheme.toml"), "sweeps/demo")
     summary = read_summary("sweeps/demo")
+
+Names are loaded on first use, so importing one module of the package (e.g. ``outcome`` from
+:mod:`simulate.study`) does not import the runner and every task with it.
 """
 
 from __future__ import annotations
 
-from simulate.sweep.runner import SweepReport, run_sweep
-from simulate.sweep.spec import Point, SpecError, Sweep, load_spec, parse_spec, read_spec
-from simulate.sweep.store import read_point, read_summary
+from simulate.lazy import lazy_exports
 
 __all__ = ["read_spec", "load_spec", "parse_spec", "run_sweep", "read_summary", "read_point", "Point", "Sweep",
            "SpecError", "SweepReport"]
+
+_HOMES = {**dict.fromkeys(("SweepReport", "run_sweep"), "simulate.sweep.runner"),
+          **dict.fromkeys(("Point", "SpecError", "Sweep", "load_spec", "parse_spec", "read_spec"), "simulate.sweep.spec"),
+          **dict.fromkeys(("read_point", "read_summary"), "simulate.sweep.store")}
+
+__getattr__, __dir__ = lazy_exports("simulate.sweep", _HOMES, globals())
