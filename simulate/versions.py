@@ -74,18 +74,18 @@ def imported_names(module: str, path: Path, modules: dict[str, Path]) -> set[str
             for alias in node.names:
                 candidate = f"{base}.{alias.name}"
                 names.add(candidate if candidate in modules else base)
-        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)
-              and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"):
-            names.add(node.args[0].value)
+        elif node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            names.add(node.args[0].value)  # import_module("X")
     return names
 
 
 @lru_cache(maxsize=None)
 def _import_nodes(path: Path, mtime_ns: int, size: int) -> tuple[ast.AST, ...]:
-    """The import statements and ``import_module`` calls of ``path``, parsed once per version of the file."""
+    """The import statements and ``import_module(...)`` calls of ``path``, parsed once per version of the file."""
     return tuple(node for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
-                 if isinstance(node, (ast.Import, ast.ImportFrom, ast.Call)))
+                 if isinstance(node, (ast.Import, ast.ImportFrom)) or (
+                     isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None))
+                     == "import_module"))
 
 
 def resolve_module(name: str, modules: dict[str, Path]) -> str | None:
