@@ -152,7 +152,9 @@ def test_summary_numbers_are_the_simulators(reference):
     table = simulate(setting, samples=4, seed=1, metrics=("var", "angular"), device="cpu")
     record, stored = read_point(out, row.point)
     final = stored[(stored.metric == "var") & (stored.layer == 24)]["mean"].iloc[0]
-    assert row.status == "ok" and row.final_var == final, (row.final_var, final)  # the summary is its point's
+    # The summary's number is its point's, read back from summary.csv: exactly from pandas 3 on, within one
+    # unit in the last place with pandas 2's default CSV parser (not round-trip exact).
+    assert row.status == "ok" and abs(row.final_var - final) <= np.spacing(final), (row.final_var, final)
     assert record["config"]["seed"] == 1 and record["config"]["setting"]["scheme"] == "lns"
     # The sweep ran with cores // workers torch threads, this run with one: the same numbers up to the order of
     # float32 reductions (pandas' default relative tolerance, 1e-5), not bit for bit.
