@@ -1,10 +1,10 @@
 """The lowest versions pyproject.toml allows, as a pip constraints file: one ``NAME==VERSION`` a line.
 
-Every requirement of ``[project] dependencies`` and of each ``optional-dependencies`` group must
-read ``NAME>=VERSION`` (extras and a ``; marker`` allowed; parsed with ``packaging``); a name in several groups gets its
-highest bound (the version pip installs them all with, at the lowest); a reference to the
-project itself (``depth-workbench[hf]``) is skipped. Extras are dropped (pip refuses them in
-constraints), markers are kept.
+Every requirement of ``[project] dependencies`` and of each ``optional-dependencies`` group
+(parsed with ``packaging``) must read ``NAME>=VERSION``, extras and a ``; marker`` allowed; a
+name in several groups gets its highest bound (the version pip installs them all with, at the
+lowest); a reference to the project itself (``depth-workbench[hf]``) is skipped. Extras are
+dropped (pip refuses them in constraints), markers are kept.
 
 ``--keep NAME`` pins NAME at the version installed where this script runs instead of its
 lowest (CI keeps the on-disk torch, see .ci/run), and raises the pin of every other

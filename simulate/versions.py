@@ -40,7 +40,7 @@ def source_digest(names, salt: str = "", root: Path = ROOT) -> str:
 
 
 def module_files(root: Path = ROOT) -> dict[str, Path]:
-    """Module name -> file for every ``.py`` file of :data:`PACKAGES` under ``root`` (``pkg/__init__.py`` is ``pkg``)."""
+    """Module name -> file of every ``.py`` file of :data:`PACKAGES` under ``root`` (``pkg/__init__.py``: ``pkg``)."""
     found = {}
     for package in PACKAGES:
         for path in sorted((Path(root) / package).rglob("*.py")):
