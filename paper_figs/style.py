@@ -306,7 +306,7 @@ def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=N
     if kinds is not None:
         rows = rows[rows["kind"].isin(list(kinds))]
     drawn = []
-    for (law, kind), curve in rows.groupby(["law", "kind"], sort=True):
+    for (law, kind), curve in rows.groupby(["law", "kind"], sort=True, observed=True):
         curve = curve.sort_values(x)
         values = curve["value"].to_numpy(float)
         if ceiling is not None:
@@ -428,7 +428,7 @@ def plot_sweep(ax, measured: pd.DataFrame, predicted: pd.DataFrame, *, label: st
     color = bars.lines[0].get_color()
     rows = predicted if laws is None else predicted[predicted["law"].isin(list(laws))]
     drawn = []
-    for marker, ((law, kind), curve) in zip(LAW_MARKERS, rows.groupby(["law", "kind"], sort=True)):
+    for marker, ((law, kind), curve) in zip(LAW_MARKERS, rows.groupby(["law", "kind"], sort=True, observed=True)):
         curve = curve.sort_values("x")
         marker = marker or ("D" if len(curve) < 2 else "")  # a law at one knob value only: a point, not a line
         (line,) = ax.plot(curve["x"], curve["value"], linestyle=LAW_LINESTYLE.get(kind, "-"), marker=marker,

@@ -36,23 +36,23 @@ import pandas as pd
 from simulate.metrics import parse_metrics
 from simulate.stack import resolve_device, resolve_dtype, simulate
 from simulate.tables import COLUMNS
-from simulate.versions import source_digest
+from simulate.versions import ROOT, import_closure, source_digest
 from theory.cli import atomic_write
+from theory.setting import Setting
 
-__all__ = ["FORMAT_VERSION", "CorruptRun", "save_run", "load_run", "write_atomic", "code_version", "cache_dir",
-           "cache_key", "cached_simulate"]
+__all__ = ["FORMAT_VERSION", "CorruptRun", "save_run", "load_run", "write_atomic", "engine_sources",
+           "code_version", "cache_dir", "cache_key", "cached_simulate"]
 
 # Version of the run-directory layout. 1: config.json without format_version/layers_sha256
 # (before issue 12); 2: both recorded and checked on load.
 FORMAT_VERSION = 2
 _LOG = logging.getLogger(__name__)
 
-# The sources that decide what a run measures: a change to any of them is a new code
-# version. The reports built on runs (verify, bench, figures) are left out, so editing
-# them keeps the cache.
-_RESULT_SOURCES = ("theory/setting.py", "theory/architecture.py") + tuple(
-    f"simulate/{name}.py" for name in ("blocks", "stack", "metrics", "weights", "implicit", "noise",
-                                        "processes", "jacobian", "tables"))
+# What decides what a run measures: the module of the function a run calls, that of its Setting, and every
+# module they import (simulate.versions.import_closure), so a new engine module is in the key without being
+# listed. A change to any of them is a new code version; the services built on runs (verify, bench, figures,
+# this cache) are not imported by the engine, so editing them keeps the cache.
+_ENGINE_ENTRIES = (simulate.__module__, Setting.__module__)
 
 
 class CorruptRun(ValueError):
@@ -116,9 +116,20 @@ def load_run(run_dir) -> tuple[dict, pd.DataFrame]:
     return config, table
 
 
-def code_version() -> str:
-    """:func:`simulate.versions.source_digest` of the sources that decide what a run measures."""
-    return source_digest(_RESULT_SOURCES)
+def engine_sources(root: Path = ROOT) -> list[str]:
+    """The files (relative to ``root``) that decide what a run measures: the engine's import closure.
+
+    >>> {"simulate/stack.py", "simulate/implicit.py", "theory/setting.py"} <= set(engine_sources())
+    True
+    >>> "simulate/verify.py" in engine_sources()
+    False
+    """
+    return import_closure(_ENGINE_ENTRIES, root)
+
+
+def code_version(root: Path = ROOT) -> str:
+    """:func:`simulate.versions.source_digest` of :func:`engine_sources` (of the sources under ``root``)."""
+    return source_digest(engine_sources(root), root=root)
 
 
 def cache_dir() -> Path:

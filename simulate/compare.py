@@ -184,7 +184,7 @@ def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted
         Rows of ``theory.predict`` for this lemma (``layer, metric, law, kind, value``).
     """
     rows = []
-    for (metric, kind), curve in predicted.groupby(["metric", "kind"], sort=True):
+    for (metric, kind), curve in predicted.groupby(["metric", "kind"], sort=True, observed=True):
         if not (curve["layer"] >= 1).any():
             continue  # a value for the input only: nothing to check
         both = curve.merge(measured[measured["metric"] == metric], on=["layer", "metric"], how="inner")

@@ -6,7 +6,7 @@ error and the two-sided normal interval at :data:`CONFIDENCE` are computed here 
 
 >>> import numpy as np
 >>> table = table_from_stats(np.array([[[1.0, 3.0]]]), ("var",))
->>> table[["layer", "metric", "mean", "sem"]].to_dict("records")
+>>> table[["layer", "metric", "mean", "sem"]].round(12).to_dict("records")
 [{'layer': 0, 'metric': 'var', 'mean': 2.0, 'sem': 1.0}]
 >>> [round(bound, 12) for bound in confidence_interval(2.0, 1.0)]
 [0.04, 3.96]

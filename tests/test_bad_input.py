@@ -7,8 +7,8 @@ directory or the cache). Python starts are the cost here (~2 s each, more with t
 the cases run in two worker processes, each calling the CLIs' ``main(argv)`` one case
 after another exactly as ``python -m`` does (``SystemExit`` and its code; any other
 exception printed as the interpreter would print it); a few cases also run through a
-real ``python -m`` to tie the two together. Cases of a command that does not exist yet
-(``train``, ``scores``, ``sweep`` are being written) are skipped with the reason.
+real ``python -m`` to tie the two together. No case is skipped: a command that went
+missing fails its cases.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ CASES = [
     ("bench-threads-zero", "simulate", ["bench", "--quick", "--threads", "0", "--out", "b"], {}),
     ("bench-out-is-a-file", "simulate", ["bench", "--quick", "--out", "afile"], {"afile": "x"}),
     ("bench-unknown-device", "simulate", ["bench", "--quick", "--device", "tpu", "--out", "b"], {}),
-    # python -m simulate train (another helper's command: skipped while it does not exist)
+    # python -m simulate train
     ("train-steps-zero", "simulate", ["train", *_SMALL, "--steps", "0", "--out", "t"], {}),
     ("train-batch-zero", "simulate", ["train", *_SMALL, "--steps", "2", "--batch", "0", "--out", "t"], {}),
     ("train-missing-data", "simulate", ["train", *_SMALL, "--steps", "2", "--data", "none.txt", "--out", "t"], {}),
@@ -114,7 +114,6 @@ CASES = [
 ]
 # Also through a real ``python -m``, so the in-process workers stand for the real thing.
 REAL_PYTHON = ("predict-depth-zero", "run-memory-width-1e8", "figs-unknown-figure")
-_OPTIONAL = {"train", "scores", "sweep"}
 
 _WORKER = r'''
 import contextlib, io, json, os, sys, traceback
@@ -161,21 +160,7 @@ def run(case):
     os.chdir(base)
     return {"id": case["id"], "code": code, "stderr": err.getvalue(), "new": sorted(set(listing(cwd)) - set(before))}
 
-def exists(command):
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            call("simulate", [command, "--help"])
-        except SystemExit as stop:
-            return stop.code == 0
-        except BaseException:
-            return True  # it exists and fails: let its cases show how
-    return True
-
-available = {command: exists(command) for command in ("train", "scores", "sweep")}
-results = [run(case) if case["argv"][:1] == [] or case["argv"][0] not in available or available[case["argv"][0]]
-           else {"id": case["id"], "skip": f"python -m simulate {case['argv'][0]} does not exist yet"}
-           for case in cases]
-print(json.dumps(results))
+print(json.dumps([run(case) for case in cases]))
 '''
 
 
@@ -218,8 +203,6 @@ def results(tmp_path_factory) -> dict[str, dict]:
 
 
 def _check(result: dict) -> None:
-    if "skip" in result:
-        pytest.skip(result["skip"])
     err = result["stderr"]
     lines = [line for line in err.splitlines() if line.strip()]
     assert "Traceback" not in err, err[-1500:]
@@ -242,8 +225,8 @@ def test_the_audit_covers_at_least_45_kinds_across_every_cli():
     assert len(CASES) >= 45 and len({c[0] for c in CASES}) == len(CASES)
     commands = {(cli, argv[0] if argv and not argv[0].startswith("-") else "") for _, cli, argv, _ in CASES}
     for needed in [("theory", "list"), ("theory", "show"), ("theory", "predict"), ("simulate", "run"),
-                   ("simulate", "verify"), ("simulate", "bench"), ("paper_figs", "")] + [
-                       ("simulate", c) for c in sorted(_OPTIONAL)]:
+                   ("simulate", "verify"), ("simulate", "bench"), ("simulate", "train"), ("simulate", "scores"),
+                   ("simulate", "sweep"), ("paper_figs", "")]:
         assert needed in commands, needed
 
 

@@ -20,7 +20,7 @@ p2-gqa, p2-thm-5     Pre-LN reference: variance growth ``log(var_L / var_1)`` lo
 Verdict of a signed claim: ``holds`` when its interval lies on the claimed side of 0,
 ``violated`` when it lies on the other side, ``inconclusive`` when it contains 0.
 
->>> welch_interval([1.0, 1.2, 1.1], [0.0, 0.1, -0.1])[0]
+>>> round(welch_interval([1.0, 1.2, 1.1], [0.0, 0.1, -0.1])[0], 12)  # 1.1 - 0.0
 1.1
 """
 

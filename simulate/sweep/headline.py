@@ -59,7 +59,7 @@ def measured_headline(table: pd.DataFrame, depth: int) -> dict[str, float]:
     stopped earlier), and the growth exponent of ``var`` when ``var`` was measured.
     """
     row: dict[str, float] = {}
-    for metric, rows in table.groupby("metric", sort=False):
+    for metric, rows in table.groupby("metric", sort=False, observed=True):
         last = rows[rows.layer == depth]
         row[f"final_{metric}"] = float(last["mean"].iloc[0]) if len(last) else math.nan
         if "sem" in rows:
@@ -82,7 +82,7 @@ def predicted_headline(prediction: pd.DataFrame, depth: int) -> dict[str, float]
     {'final_var': 2.0, 'growth_exponent': nan, 'growth_ci_low': nan, 'growth_ci_high': nan}
     """
     chosen = []
-    for metric, rows in prediction.groupby("metric", sort=False):
+    for metric, rows in prediction.groupby("metric", sort=False, observed=True):
         exact = rows[rows.kind == "exact"]
         law = (exact if len(exact) else rows).law.iloc[0]
         chosen.append(rows[rows.law == law])

@@ -8,7 +8,8 @@ notebook 07 use both.
 >>> import pandas as pd
 >>> summary = pd.DataFrame({"scheme": ["pre"] * 4, "depth": [8, 8, 16, 16], "seed": [0, 1, 0, 1],
 ...                         "status": "ok", "final_var": [1.0, 3.0, 2.0, 2.0]})
->>> seed_means(summary, "final_var", x="depth", by="scheme")[["scheme", "depth", "mean", "sem", "n"]].values.tolist()
+>>> means = seed_means(summary, "final_var", x="depth", by="scheme")
+>>> means[["scheme", "depth", "mean", "sem", "n"]].round(12).values.tolist()
 [['pre', 8, 2.0, 1.0, 2], ['pre', 16, 2.0, 0.0, 2]]
 """
 

@@ -20,11 +20,18 @@ from nbclient import NotebookClient
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-MINE = ["01_curse_of_depth", "02_sparsity", "03_explorer", "04_lemma_report", "05_regimes"]
+NAMES = ["01_curse_of_depth", "02_sparsity", "03_explorer", "04_lemma_report", "05_regimes", "06_trained",
+         "07_sweeps", "08_studies"]
+# 07 has no size switch: it runs the example spec as written, shrunk to a 2 x 2 grid under QUICK=1.
+SIZE_SWITCH = [name for name in NAMES if name != "07_sweeps"]
 CELL_TIMEOUT_S = 180
+# A code cell that calls one of these draws a figure and must show it.
+FIGURE_CALL = (r"\b(profile_figure|sweep_figure|exponent_panel|plot_summary|new_figure|depth_figure|pruning_figure"
+               r"|lns_gain_figure|phase_figure|plt\.show)\(")
 VERDICT = (r"(agrees with the measurement|is never crossed|is within \d+% of the measurement"
            r"|differs from the measurement)")
-# What each notebook must print (regular expressions over its executed text).
+VERDICT_WORD = r"\((holds|violated|inconclusive)\)"
+# What each notebook must print (regular expressions over its executed text); every notebook has an entry.
 PRINTED = {
     "01_curse_of_depth": [
         r"Answer 1: averaged over layers, LNS (LOWERS|does not uniformly lower) the per-layer angular distance",
@@ -54,11 +61,33 @@ PRINTED = {
         r"P1 recursion with c=1: sigma\^2 at l=10000",
         r"exponential growth needs the aligned part to scale with the stream",
     ],
+    "06_trained": [
+        r"pre: held-out loss at step \d+: [\d.]+ \[(nan|[\d.]+), (nan|[\d.]+)\] \(log 256 = 5\.5452 is the "
+        r"uniform guess\)",
+        r"lns: more than half the blocks above a = sigma/L (from step \d+ on|at no logged step)",
+        r"1\. Growth class after training: Pre-LN (polynomial|exponential) \(p = [\d.]+ \[[\d.]+, [\d.]+\], q = ",
+        r"- pruning drop, deep minus shallow half \(claim < 0\): trained \S+ " + VERDICT_WORD + r"; step 0 \S+ "
+        + VERDICT_WORD,
+        r"- held-out loss, LNS minus Pre-LN \(claim < 0\): trained \S+ " + VERDICT_WORD,
+        r"- weight decay: mean log\(L_lin/L\) vs reference \(claim > 0\): trained \S+ " + VERDICT_WORD,
+    ],
+    "07_sweeps": [
+        r"\d+ points: \d+ done before, \d+ run now -> \S+summary\.csv",
+        r"pre: growth exponent of var [\d.]+ \+- [\d.]+ at L=8, [\d.]+ \+- [\d.]+ at L=16",
+        r"lns: growth exponent of var [\d.]+ \+- [\d.]+ at L=8, [\d.]+ \+- [\d.]+ at L=16",
+    ],
+    "08_studies": [
+        r"depth: 30 models \(\d+ ok, \d+ failed\), 3 seeds, [\d.]+ h of one CPU thread",
+        r"\d+ of \d+ trend verdicts on a claimed direction hold, \d+ are violated, \d+ inconclusive",
+        r"phase diagram, Pre-LN at L=8: lr 0\.0003: \w+ ",
+        r"extrapolation test, pre: last_log_error = \S+ \[\S+, \S+\] \(L=64, 3 seeds\)",
+    ],
 }
 
 
-def test_the_five_notebooks_exist():
-    assert [p.stem for p in NOTEBOOKS if p.stem in MINE] == MINE
+def test_every_notebook_is_known_and_has_its_answers_checked():
+    assert [p.stem for p in NOTEBOOKS] == NAMES
+    assert sorted(PRINTED) == NAMES
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -97,7 +126,7 @@ def test_saved_with_the_metadata_jupyterlab_writes(path, kernel_metadata):
     assert info == expected, info
 
 
-@pytest.mark.parametrize("path", [NOTEBOOK_DIR / f"{name}.ipynb" for name in MINE], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [NOTEBOOK_DIR / f"{name}.ipynb" for name in SIZE_SWITCH], ids=lambda p: p.stem)
 def test_has_a_full_size_switch(path):
     """The first code cell starts with ``FULL = False`` and says what FULL = True costs (or that it has none)."""
     first = next(c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
@@ -136,11 +165,10 @@ def test_executes_in_quick_mode(path, monkeypatch, shared_cache):
               if o.output_type == "error"]
     assert not errors, errors
     text = _printed_text(notebook)
-    for pattern in PRINTED.get(path.stem, []):
+    for pattern in PRINTED[path.stem]:
         assert re.search(pattern, text), f"{path.name}: nothing printed matches {pattern!r}"
     for cell in notebook.cells:
-        if cell.cell_type == "code" and re.search(r"\b(profile_figure|sweep_figure|exponent_panel|plt\.show)\(",
-                                                   cell.source):
+        if cell.cell_type == "code" and re.search(FIGURE_CALL, cell.source):
             images = [o for o in cell.outputs if "image/png" in o.get("data", {})]
             assert images, f"{path.name}: a figure cell shows no picture:\n{cell.source[:200]}"
     if path.stem == "03_explorer":  # the plot is in an image widget, the verdicts in an output widget

@@ -1,4 +1,5 @@
-"""Caches and result files that cannot lie: format version, checksum, recomputation, concurrent fills."""
+"""Caches and result files that cannot lie: format version, checksum, recomputation, concurrent fills, a key
+that changes with every source the engine runs."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from simulate.cache import FORMAT_VERSION, CorruptRun, cached_simulate, load_run, save_run
+from simulate.cache import FORMAT_VERSION, CorruptRun, cached_simulate, code_version, engine_sources, load_run, save_run
 from simulate.tables import COLUMNS
+from simulate.versions import PACKAGES
 from theory import Setting
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,3 +167,77 @@ def test_two_processes_filling_one_entry_leave_one_valid_entry(tmp_path):
     assert len(entries) == 1, f"expected one entry, found {[p.name for p in entries]}"
     config, table = load_run(entries[0])
     assert table["layer"].max() == 400 and config["format_version"] == FORMAT_VERSION
+
+
+# -- the code version in the key ---------------------------------------------------------------
+def _copy_sources(target: Path) -> Path:
+    """The packages' ``.py`` files copied under ``target`` (a repository of sources only)."""
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if "__pycache__" not in path.parts:
+                copy = target / path.relative_to(ROOT)
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_bytes(path.read_bytes())
+    return target
+
+
+def _executed_sources(run) -> set[str]:
+    """The repository files (relative to ROOT) with a Python function that ``run()`` calls, in any thread."""
+    seen = set()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            seen.add(frame.f_code.co_filename)
+
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    files = {Path(name).resolve() for name in seen if name.endswith(".py")}
+    return {str(path.relative_to(ROOT)) for path in files if path.is_relative_to(ROOT)
+            and path.relative_to(ROOT).parts[0] in PACKAGES}
+
+
+def test_the_engine_sources_hold_every_file_a_run_executes():
+    from simulate import simulate
+
+    settings = [Setting.preset("llama", scheme="lns", depth=2, width=16, heads=2, tokens=4),
+                Setting(block="moe", scheme="deepnorm", depth=2, width=16, heads=2, tokens=4, experts=4, top_k=2),
+                Setting(block="mlp", scheme="mix", activation="gelu", depth=2, width=16, mask_density=0.5)]
+    executed = _executed_sources(lambda: [simulate(s, samples=2, metrics="all", weights=w, dtype=d)
+                                          for s in settings for w, d in (("dense", "float32"),
+                                                                         ("implicit", "float64"))])
+    assert {"simulate/stack.py", "simulate/blocks.py", "theory/setting.py"} <= executed
+    missing = executed - set(engine_sources())
+    assert not missing, f"a run executes {sorted(missing)}, which the cache key leaves out"
+
+
+def test_editing_any_engine_source_changes_the_key_and_a_report_does_not(tmp_path):
+    root = _copy_sources(tmp_path / "repo")
+    sources = engine_sources(root)
+    assert sources == engine_sources() and "simulate/stack.py" in sources
+    before = code_version(root)
+    assert before == code_version()
+    for name in sources + ["simulate/verify.py", "paper_figs/profiles.py"]:
+        path = root / name
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n# edited\n")
+        assert (code_version(root) != before) == (name in sources), name
+        path.write_bytes(original)
+    assert code_version(root) == before
+
+
+def test_a_module_the_engine_starts_to_import_is_in_the_key(tmp_path):
+    root = _copy_sources(tmp_path / "repo")
+    (root / "simulate" / "new_part.py").write_text("SCALE = 1.0\n")
+    assert "simulate/new_part.py" not in engine_sources(root)
+    blocks = root / "simulate" / "blocks.py"
+    blocks.write_text(blocks.read_text() + "\n\ndef _scale():\n    from simulate.new_part import SCALE\n\n"
+                      "    return SCALE\n")
+    assert "simulate/new_part.py" in engine_sources(root)
+    before = code_version(root)
+    (root / "simulate" / "new_part.py").write_text("SCALE = 2.0\n")
+    assert code_version(root) != before

@@ -150,11 +150,15 @@ def test_summary_numbers_are_the_simulators(reference):
     row = summary[(summary.scheme == "lns") & (summary.depth == 24) & (summary.seed == 1)].iloc[0]
     setting = Setting.preset("llama", width=32, heads=2, tokens=8, scheme="lns", depth=24)
     table = simulate(setting, samples=4, seed=1, metrics=("var", "angular"), device="cpu")
-    final = table[(table.metric == "var") & (table.layer == 24)]["mean"].iloc[0]
-    assert row.status == "ok" and row.final_var == final, (row.final_var, final)
     record, stored = read_point(out, row.point)
+    final = stored[(stored.metric == "var") & (stored.layer == 24)]["mean"].iloc[0]
+    # The summary's number is its point's, read back from summary.csv: exactly from pandas 3 on, within one
+    # unit in the last place with pandas 2's default CSV parser (not round-trip exact).
+    assert row.status == "ok" and abs(row.final_var - final) <= np.spacing(final), (row.final_var, final)
     assert record["config"]["seed"] == 1 and record["config"]["setting"]["scheme"] == "lns"
-    pd.testing.assert_frame_equal(stored, table)
+    # The sweep ran with cores // workers torch threads, this run with one: the same numbers up to the order of
+    # float32 reductions (pandas' default relative tolerance, 1e-5), not bit for bit.
+    pd.testing.assert_frame_equal(stored, table, check_exact=False, rtol=1e-5)
     assert np.isfinite(summary.growth_exponent).all() and (summary.growth_ci_low <= summary.growth_exponent).all()
 
 

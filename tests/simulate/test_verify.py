@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pandas as pd
 import pytest
 
@@ -12,6 +11,10 @@ from simulate.compare import COLUMNS, classify
 from simulate.verify import main, verify
 
 EXACT_IDS = [i for i, lemma in theory.LEMMAS.items() if lemma.kind in ("exact", "bridge")]
+# Lemmas whose verify settings give no curve of kind "exact": softmax attention with a score variance above
+# UNIFORM_TAU2 (GQA, causal rows) and Jacobian metrics, where theory.predict marks every curve "approx"
+# (theory/meanfield/prediction.py). They are compared by their approx rows, which are reported, not asserted.
+APPROX_ONLY = {"exact-gqa-init", "exact-causal-attention", "exact-jacobian-init"}
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +30,7 @@ def test_columns_present(exact_table):
 def test_every_exact_law_of_the_exact_and_bridge_lemmas_holds(exact_table):
     """Curves the theory calls exact must sit within 4 sem at every layer (approx curves: reported only)."""
     exact = exact_table[exact_table["kind"] == "exact"]
-    assert len(exact) >= len(EXACT_IDS) - 3, "too few exact curves compared"
+    assert set(exact["id"]) == set(EXACT_IDS) - APPROX_ONLY, "the lemmas with exact curves compared"
     broken = exact[exact["verdict"] != "holds"]
     assert broken.empty, "\n" + broken[["id", "setting", "metric", "layer", "predicted", "measured", "z",
                                          "verdict", "comment"]].to_string()
