@@ -6,9 +6,9 @@ import argparse
 import sys
 import time
 
-from simulate.process import configure_process
+from simulate.runtime.process import configure_process
 
-configure_process()  # before paper_figs imports torch (simulate.process)
+configure_process()  # before paper_figs imports torch (simulate.runtime.process)
 
 from theory.cli import CliParser, add_progress_argument, fail, output_path, progress_enabled  # noqa: E402
 from tqdm import tqdm  # noqa: E402

@@ -1,9 +1,8 @@
 """Angular distance between the streams after blocks l and l+n, as P1 draws it.
 
-The simulator streams over depth and keeps no states, so :func:`stream_states` replays
-one small stack with the simulator's own pieces (same weights, same input, same block
-step as :func:`simulate.simulate` with the same seed) and keeps every layer's primal
-stream. It is meant for figure sizes only: memory grows with depth.
+The simulator streams over depth and keeps no states, so
+:func:`simulate.engine.stack.stream_states` replays one small stack with the simulator's own
+pieces and keeps every layer's primal stream (figure sizes only: memory grows with depth).
 """
 
 from __future__ import annotations
@@ -12,33 +11,11 @@ import math
 
 import numpy as np
 
-from theory.setting import Setting
+from paper_figs.measure import llama_like, mc_sizes
+from paper_figs.style import new_figure, save_figure
+from simulate.engine import stream_states
 
-from paper_figs.style import llama_like, mc_sizes, new_figure, save_figure
-
-__all__ = ["stream_states", "angular_distance_matrix", "angular_heatmap"]
-
-
-def stream_states(setting: Setting, *, samples: int, seed: int = 0):
-    """Every layer's stream of ``samples`` random stacks: tensor (L+1, S, T, d) on the CPU.
-
-    Uses ``simulate.stack`` internals (``initial_stream``, ``block_context``, ``block_mask``,
-    ``block_step``) so the stacks are those of :func:`simulate.simulate` with this seed.
-    """
-    import torch
-    from simulate import stack
-    from simulate.weights import WeightSampler
-
-    sampler = WeightSampler(seed, samples, torch.device("cpu"), torch.float32, "auto")
-    states = []
-    with torch.inference_mode():
-        stream = stack.initial_stream(setting, sampler, False, False)  # (1, S, T, d)
-        states.append(stream[0].clone())
-        for layer in range(1, setting.depth + 1):
-            ctx = stack.block_context(setting, sampler, layer)
-            stream, _ = stack.block_step(stream, ctx, None, None, stack.block_mask(setting, sampler, layer))
-            states.append(stream[0].clone())
-    return torch.stack(states)  # (L+1, S, T, d)
+__all__ = ["angular_distance_matrix", "angular_heatmap"]
 
 
 def angular_distance_matrix(states) -> np.ndarray:

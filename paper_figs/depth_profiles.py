@@ -10,7 +10,8 @@ from __future__ import annotations
 from theory.setting import Setting
 
 from paper_figs.profiles import Panel, profile_figure
-from paper_figs.style import llama_like, mc_sizes, save_figure
+from paper_figs.measure import llama_like, mc_sizes
+from paper_figs.style import save_figure
 
 __all__ = ["SCHEMES_SHOWN", "variance_by_scheme", "jac_dev_by_scheme", "token_cosine"]
 

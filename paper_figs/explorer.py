@@ -5,7 +5,7 @@ on its own when shown, so Run All gives a plot; each press of *run* clears the o
 shows a progress bar over the blocks, then the new plot and one line per theory curve,
 while the status line names the stage (simulating, theory prediction, drawing) and the run
 button waits. The metric menu offers only the metrics of the chosen block
-(:func:`simulate.metrics.metrics_of_block`). :func:`explorer_figure` draws one run; its
+(:func:`simulate.engine.metrics.metrics_of_block`). :func:`explorer_figure` draws one run; its
 title lists every field the explorer sets (:func:`setting_title`), so a screenshot says
 which setting it shows. Nothing here uses pyplot: the plot is rendered to PNG inside the
 callback and shown in an image widget (see :class:`Explorer`)."""
@@ -21,7 +21,7 @@ from paper_figs.notebook import progress_as_output
 from paper_figs.style import (Source, annotate_blowup, figure_png, log_limits_from_lines, new_figure, place_legend,
                               plot_mc_band, plot_theory, sources)
 from simulate.compare import compare, verdict_sentence
-from simulate.metrics import metrics_of_block
+from simulate.engine import metrics_of_block
 
 __all__ = ["EXPLORER_FIELDS", "DEFAULTS", "setting_title", "build_setting", "explorer_figure", "run_setting",
            "Explorer"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from paper_figs.style import llama_like, mc_sizes, new_figure, save_figure
+from paper_figs.measure import llama_like, mc_sizes
+from paper_figs.style import new_figure, save_figure
 
 __all__ = ["diagonal_dominance", "jacobian_heatmaps"]
 

@@ -151,7 +151,7 @@ def knob_table(settings, xs, metric: str, layer, laws, *, samples: int):
         Columns ``x, measured, mc_sem, blow-up layer`` and one per law; the
         :func:`simulate.compare.compare` rows of each law at that layer.
     """
-    from paper_figs.style import predict
+    from paper_figs.measure import predict
 
     rows, verdicts = [], []
     for setting, x in zip(settings, xs):

@@ -17,7 +17,8 @@ import numpy as np
 from matplotlib.ticker import NullFormatter
 
 from paper_figs.legends import direct_labels, figure_legend, style_handles
-from paper_figs.style import log_limits_from_lines, monte_carlo, new_figure, place_legend, profile_panel, sources
+from paper_figs.measure import monte_carlo, profile_panel
+from paper_figs.style import log_limits_from_lines, new_figure, place_legend, sources
 
 __all__ = ["Panel", "derived_here", "profile_figure"]
 

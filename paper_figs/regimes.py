@@ -15,7 +15,8 @@ import sympy as sp
 
 from theory.setting import Setting
 
-from paper_figs.style import LAW_LINESTYLE, mc_sizes, new_figure, place_legend, profile_panel, save_figure
+from paper_figs.measure import mc_sizes, profile_panel
+from paper_figs.style import LAW_LINESTYLE, new_figure, place_legend, save_figure
 
 __all__ = ["bridge_growth_exponent", "exponent_panel", "regime_cases", "regime_map", "WEIGHT_DECAY_CASES",
            "weight_decay_figure", "weight_decay"]

@@ -10,7 +10,8 @@ import math
 
 from theory.setting import Setting
 
-from paper_figs.style import mc_sizes, new_figure, place_legend, save_figure, sweep_panel
+from paper_figs.measure import mc_sizes, sweep_panel
+from paper_figs.style import new_figure, place_legend, save_figure
 
 __all__ = ["sweep_figure", "masked_linear", "moe_topk", "gqa_groups", "sequence_length"]
 
@@ -24,7 +25,7 @@ def sweep_figure(xs, series: dict, metric: str, *, samples: int, layer=None, law
                  title: str, log2_x: bool = True):
     """One panel: ``metric`` against a knob ``xs`` for each ``series`` (label -> settings, one per x).
 
-    MC points with 95 % error bars over theory lines (:func:`paper_figs.style.sweep_panel`),
+    MC points with 95 % error bars over theory lines (:func:`paper_figs.measure.sweep_panel`),
     read off at ``layer`` (default each setting's last), log y, the legend right of the axes.
 
     Returns

@@ -1,4 +1,4 @@
-"""Shared look and plumbing of the paper figures.
+"""The shared look of the paper figures; what they measure and predict is :mod:`paper_figs.measure`.
 
 Every figure module draws with these helpers, so all figures share one style: Monte-Carlo
 estimates as a line with a 95 % band (``ci_low`` .. ``ci_high`` of the simulator's table),
@@ -7,18 +7,15 @@ approximate), numerical blow-up marked at its layer, every text at least
 :data:`MIN_FONTSIZE` points, legends outside the axes (or, where lines are many, labels
 beside the curves: :mod:`paper_figs.legends`), and each figure written as PNG and PDF
 atomically. What each line was drawn from is recorded (:func:`sources`), so the tests
-can check a figure's numbers against the simulator and the theory.
+can check a figure's numbers against the simulator and the theory. Nothing here runs a
+simulation or a prediction.
 
->>> sizes = mc_sizes(quick=True)
->>> sizes.width < mc_sizes(quick=False).width
-True
 >>> LAW_LINESTYLE["exact"], LAW_LINESTYLE["upper"]
 ('-', '--')
 """
 
 from __future__ import annotations
 
-import functools
 import io
 import math
 import os
@@ -36,23 +33,17 @@ import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from simulate.compare import describe_setting, run_monte_carlo  # noqa: E402
-from theory import predict as _predict  # noqa: E402
 from theory.cli import atomic_write  # noqa: E402
 
 __all__ = [
     "DEFAULT_OUT_DIR",
-    "LLAMA_130M_ALPHA",
     "MIN_FONTSIZE",
     "LEGEND_FONTSIZE",
-    "llama_like",
     "LAW_LINESTYLE",
     "LAW_MARKERS",
     "KIND_WORDS",
     "place_legend",
     "log_limits_from_lines",
-    "McSizes",
-    "mc_sizes",
     "new_figure",
     "figure_png",
     "save_figure",
@@ -61,19 +52,10 @@ __all__ = [
     "plot_mc_band",
     "plot_theory",
     "annotate_blowup",
-    "monte_carlo",
-    "predict",
-    "profile_panel",
-    "sweep",
     "plot_sweep",
-    "sweep_panel",
-    "describe_setting",
 ]
 
 DEFAULT_OUT_DIR = Path(__file__).resolve().parent / "out"
-
-# alpha = d s^2 of LLaMA-130M (d = 768, s = 0.02): kept when the figures use smaller widths.
-LLAMA_130M_ALPHA = 768 * 0.02**2
 
 MIN_FONTSIZE = 7.0  # points: the smallest text of any figure (readable at 100 %)
 LEGEND_FONTSIZE = 7.0
@@ -96,46 +78,6 @@ matplotlib.rcParams.update({
     "axes.grid": True,
     "grid.alpha": 0.3,
 })
-
-
-@dataclass(frozen=True)
-class McSizes:
-    """Monte-Carlo sizes of one build of the figures.
-
-    Attributes
-    ----------
-    width : int
-        Residual width d of the simulated stacks.
-    samples : int
-        Monte-Carlo samples S per setting.
-    depth : int
-        Depth L of the per-layer figures.
-    tokens : int
-        Sequence length T.
-    """
-
-    width: int
-    samples: int
-    depth: int
-    tokens: int
-
-
-def mc_sizes(quick: bool) -> McSizes:
-    """Sizes for a quick (seconds, CPU) or a full (paper) build."""
-    if quick:
-        return McSizes(width=32, samples=8, depth=16, tokens=8)
-    return McSizes(width=128, samples=32, depth=128, tokens=32)
-
-
-def llama_like(width: int, **overrides):
-    """The llama preset at ``width`` with ``s = sqrt(LLAMA_130M_ALPHA / width)`` (LLaMA-130M's alpha).
-
-    >>> round(llama_like(64, depth=2).alpha, 4)
-    0.3072
-    """
-    from theory.setting import Setting
-
-    return Setting.preset("llama", **{"width": width, "init_std": math.sqrt(LLAMA_130M_ALPHA / width), **overrides})
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.4, height: float = 2.6, **subplot_kw):
@@ -237,15 +179,6 @@ class Source:
 _SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-@functools.lru_cache(maxsize=256)
-def predict(setting) -> pd.DataFrame:
-    """:func:`theory.predict`, kept for the settings seen in this process (a figure asks for each several times).
-
-    The table is shared between callers: read it, do not change it in place.
-    """
-    return _predict(setting)
-
-
 def sources(fig) -> list[Source]:
     """Every :class:`Source` recorded for the lines of ``fig`` (empty for a figure of other lines)."""
     return _SOURCES.setdefault(fig, [])
@@ -341,80 +274,6 @@ def annotate_blowup(ax, layer: int | None, *, color="crimson", label: str = "") 
     text.set_gid("blowup")
 
 
-def monte_carlo(setting, *, samples: int, metrics=("var",), seed: int = 0):
-    """Run (or fetch from the cache) one simulation; see :func:`simulate.compare.run_monte_carlo`.
-
-    Returns
-    -------
-    (DataFrame, int or None)
-        The table measured (up to the blow-up, if any) and the blow-up layer or None.
-    """
-    return run_monte_carlo(setting, samples=samples, metrics=metrics, seed=seed)
-
-
-def profile_panel(ax, setting, metric: str, *, samples: int, label: str, color=None, laws=None,
-                  theory: bool = True, metrics=None, kinds=None, seed: int = 0):
-    """Draw one setting's per-layer ``metric``: MC band, theory lines, blow-up marker.
-
-    Parameters
-    ----------
-    metrics : sequence of str, optional
-        What the run measures (default just ``metric``); one set for many panels reuses the cache.
-    laws, kinds : iterable of str, optional
-        The theory laws / kinds drawn (default every law :func:`theory.predict` has for ``metric``);
-        ``laws`` may also be a function of the prediction that returns the ids.
-
-    Returns
-    -------
-    (DataFrame, DataFrame)
-        The measured table and the prediction (possibly empty).
-    """
-    mc = {"samples": samples, "metrics": tuple(metrics or (metric,)), "seed": seed}
-    table, blowup = monte_carlo(setting, **mc)
-    line = plot_mc_band(ax, table, metric, label=label, color=color)
-    record = sources(ax.figure)
-    if line is not None:
-        record.append(Source(line, metric, (setting,), mc=mc))
-    color = line.get_color() if line is not None else color
-    prediction = predict(setting) if theory else pd.DataFrame(columns=["layer", "metric", "law", "kind", "value"])
-    laws = laws(prediction) if callable(laws) else laws
-    for law, kind, drawn in plot_theory(ax, prediction, metric, color=color, laws=laws, kinds=kinds,
-                                        label_prefix=f"{label}: "):
-        record.append(Source(drawn, metric, (setting,), law=law, kind=kind))
-    annotate_blowup(ax, blowup, color=color, label=f"{label}: ")
-    return table, prediction
-
-
-def sweep(settings, xs, metric: str, *, samples: int, layer=None, seed: int = 0):
-    """Measure and predict ``metric`` at one layer across settings that differ in one knob.
-
-    Parameters
-    ----------
-    settings, xs : sequences of equal length
-        The settings and the value of the knob each stands for.
-    layer : int, optional
-        The layer read off (default: each setting's last layer).
-
-    Returns
-    -------
-    (DataFrame, DataFrame)
-        Measured ``x, layer, mean, ci_low, ci_high, blowup`` and predicted ``x, law, kind, value``.
-    """
-    measured, predicted = [], []
-    for setting, x in zip(settings, xs):
-        at = setting.depth if layer is None else layer
-        table, blowup = monte_carlo(setting, samples=samples, metrics=(metric,), seed=seed)
-        row = table[(table["metric"] == metric) & (table["layer"] == at)]
-        values = [float(row[c].iloc[0]) if len(row) else float("nan") for c in ("mean", "ci_low", "ci_high")]
-        measured.append({"x": x, "layer": at, **dict(zip(("mean", "ci_low", "ci_high"), values)), "blowup": blowup})
-        prediction = predict(setting)
-        prediction = prediction[(prediction["metric"] == metric) & (prediction["layer"] == at)]
-        predicted += [{"x": x, "law": r.law, "kind": r.kind, "value": float(r.value)}
-                      for r in prediction.itertuples(index=False)]
-    return (pd.DataFrame(measured, columns=["x", "layer", "mean", "ci_low", "ci_high", "blowup"]),
-            pd.DataFrame(predicted, columns=["x", "law", "kind", "value"]))
-
-
 def plot_sweep(ax, measured: pd.DataFrame, predicted: pd.DataFrame, *, label: str, color=None, laws=None):
     """Draw :func:`sweep` output: MC points with 95 % error bars, theory lines by kind.
 
@@ -438,27 +297,3 @@ def plot_sweep(ax, measured: pd.DataFrame, predicted: pd.DataFrame, *, label: st
         ax.annotate(f"blow-up at layer {int(r.blowup)}", xy=(r.x, 0.05 + 0.3 * (k % 3)),
                     xycoords=("data", "axes fraction"), fontsize=MIN_FONTSIZE, color="crimson", rotation=90)
     return color, bars.lines[0], drawn
-
-
-def sweep_panel(ax, settings, xs, metric: str, *, samples: int, label: str, layer=None, color=None, laws=None):
-    """:func:`sweep` and :func:`plot_sweep` for one series, with the :class:`Source` of each line recorded.
-
-    Returns
-    -------
-    (DataFrame, DataFrame)
-        The measured and predicted frames of :func:`sweep`.
-    """
-    measured, predicted = sweep(settings, xs, metric, samples=samples, layer=layer)
-    _, points, drawn = plot_sweep(ax, measured, predicted, label=label, color=color, laws=laws)
-    kept = measured["mean"].notna().to_numpy()
-    common = dict(metric=metric, xs=tuple(measured["x"][kept]), layers=tuple(measured["layer"][kept]),
-                  settings=tuple(s for s, keep in zip(settings, kept) if keep))
-    record = sources(ax.figure)
-    record.append(Source(points, mc={"samples": samples, "metrics": (metric,), "seed": 0}, **common))
-    for law, kind, line in drawn:
-        at = predicted[(predicted["law"] == law) & (predicted["kind"] == kind)].sort_values("x")
-        chosen = [i for i, x in enumerate(xs) if x in set(at["x"])]
-        record.append(Source(line, metric, tuple(settings[i] for i in chosen), law=law, kind=kind,
-                             xs=tuple(xs[i] for i in chosen),
-                             layers=tuple(settings[i].depth if layer is None else layer for i in chosen)))
-    return measured, predicted

@@ -13,7 +13,8 @@ sum, keeps the variance at 1 (exponent 0). The sweep lives in the simulator's ca
 
 from __future__ import annotations
 
-from paper_figs.style import llama_like, mc_sizes, new_figure, place_legend, save_figure
+from paper_figs.measure import llama_like, mc_sizes
+from paper_figs.style import new_figure, place_legend, save_figure
 
 __all__ = ["SCHEMES", "sweep_spec", "run_growth_sweep", "sweep_growth"]
 

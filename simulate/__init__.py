@@ -8,19 +8,20 @@ line: ``python -m simulate run|verify|bench|...``.
 The engine (weights, implicit, noise, blocks, stack, metrics, tables, processes,
 jacobian) ends at a statistics table; the services (cache, compare, verify, bench)
 sit above it. Importing the package imports nothing heavy: the names above are loaded on
-first use, so a command line can call :func:`simulate.process.configure_process`
+first use, so a command line can call :func:`simulate.runtime.process.configure_process`
 before torch is loaded.
 """
 
 from __future__ import annotations
 
-from simulate.lazy import lazy_exports
+from simulate.runtime.lazy import lazy_exports
 
 __all__ = ["simulate", "cached_simulate", "NumericalBlowUp", "weight_decay_process", "block_jacobian", "METRICS"]
 
-_HOMES = {"simulate": "simulate.stack", "NumericalBlowUp": "simulate.stack", "cached_simulate": "simulate.cache",
-          "weight_decay_process": "simulate.processes", "block_jacobian": "simulate.jacobian",
-          "METRICS": "simulate.metrics"}
+_HOMES = {"simulate": "simulate.engine.stack", "NumericalBlowUp": "simulate.engine.stack",
+          "cached_simulate": "simulate.cache",
+          "weight_decay_process": "simulate.engine.weight_decay", "block_jacobian": "simulate.engine.jacobian",
+          "METRICS": "simulate.engine.metrics"}
 
 
 __getattr__, __dir__ = lazy_exports("simulate", _HOMES, globals())

@@ -5,10 +5,10 @@
 --out DIR [--plot]`` writes
 ``DIR/config.json`` and ``DIR/layers.csv`` (and ``DIR/metrics.png`` with ``--plot``) and
 prints a one-line summary. Bad input: one line on stderr, exit 2, nothing written; so is a
-run whose estimated peak memory exceeds what the device has (:mod:`simulate.memory`).
+run whose estimated peak memory exceeds what the device has (:mod:`simulate.engine.memory_model`).
 Numerical blow-up: what was measured is written, one line names the layer, exit 1.
 Ctrl-C or SIGTERM: the complete layers measured so far are written (``config.json`` has
-``interrupted_after_layer``), one line says so, exit 130 or 143 (:mod:`simulate.interrupts`).
+``interrupted_after_layer``), one line says so, exit 130 or 143 (:mod:`simulate.runtime.interrupts`).
 ``--progress/--no-progress``: a bar over blocks (default: when stderr is a terminal).
 The other commands are handed to the ``main`` of their module (:data:`_DELEGATED`).
 """
@@ -20,12 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-from simulate.process import configure_process
+from simulate.runtime.process import configure_process
 from theory.cli import CliParser, add_progress_argument, atomic_write, fail, int_at_least, output_path, progress_enabled
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 
 PROG = "python -m simulate"
-_DELEGATED = {"verify": "simulate.verify", "bench": "simulate.bench", "sweep": "simulate.sweep.cli",
+_DELEGATED = {"verify": "simulate.verify", "bench": "simulate.bench.cli", "sweep": "simulate.sweep.cli",
               "train": "simulate.training.cli", "scores": "simulate.scores.cli", "study": "simulate.study.cli"}
 _COMMANDS = ", ".join(["run", *_DELEGATED])
 
@@ -93,8 +93,8 @@ def plot_table(table, path: Path, title: str, blow_up_layer: int | None = None) 
 
 def _parse_run(prog: str, argv: list[str]):
     """(args, setting, metrics, device) of ``run``, or exit 2 with one line."""
-    from simulate.metrics import parse_metrics
-    from simulate.stack import check_precision, resolve_device, resolve_dtype
+    from simulate.engine import parse_metrics
+    from simulate.engine import check_precision, resolve_device, resolve_dtype
 
     args = build_parser().parse_args(argv)
     args.argv = list(argv)
@@ -110,7 +110,7 @@ def _parse_run(prog: str, argv: list[str]):
 
 def _measure(setting, args, metrics, device):
     """(table, what stopped it: None, a NumericalBlowUp or a SimulationInterrupted, seconds)."""
-    from simulate.stack import NumericalBlowUp, SimulationInterrupted, simulate
+    from simulate.engine import NumericalBlowUp, SimulationInterrupted, simulate
 
     start = time.perf_counter()
     try:
@@ -142,7 +142,7 @@ def _run_summary(setting, args, table, device, seconds: float, out: Path) -> str
 
 def run(argv: list[str]) -> int:
     """The ``run`` command; returns the exit code (0, 1 blow-up, 2 bad input, 130/143 interrupted)."""
-    from simulate.interrupts import deferred_signals, exit_code, handle_signals, interrupted_line, signal_of
+    from simulate.runtime.interrupts import deferred_signals, exit_code, handle_signals, interrupted_line, signal_of
 
     prog = f"{PROG} run"
     with handle_signals():
@@ -169,8 +169,8 @@ def run(argv: list[str]) -> int:
 
 
 def _check_run_memory(prog: str, setting, args, metrics, device) -> None:
-    """Exit 2 with one line when the run would not fit in the memory of ``device`` (simulate.memory)."""
-    from simulate.memory import check_run_fits
+    """Exit 2 with one line when the run would not fit in the memory of ``device`` (the memory model)."""
+    from simulate.engine import check_run_fits
 
     check_run_fits(setting, args.samples, prog, metrics=metrics, dtype=args.dtype, weights=args.weights,
                    device=device.type, prefetch=_PREFETCH[args.prefetch], matmul_precision=args.precision)
@@ -179,8 +179,8 @@ def _check_run_memory(prog: str, setting, args, metrics, device) -> None:
 def _save_run(prog: str, setting, args, metrics, device, table, stop, seconds: float, out: Path) -> list:
     """Write config.json, layers.csv (and the plot); the lines to print as (text, to stderr)."""
     from simulate.cache import code_version, save_run
-    from simulate.interrupts import interrupted_line, signal_of
-    from simulate.stack import NumericalBlowUp
+    from simulate.runtime.interrupts import interrupted_line, signal_of
+    from simulate.engine import NumericalBlowUp
 
     blow_up = stop if isinstance(stop, NumericalBlowUp) else None
     if stop is not None and blow_up is None and table.empty:

@@ -33,10 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulate.metrics import parse_metrics
-from simulate.stack import resolve_device, resolve_dtype, simulate
-from simulate.tables import COLUMNS
-from simulate.versions import ROOT, import_closure, source_digest
+from simulate.engine import COLUMNS, parse_metrics, resolve_device, resolve_dtype, simulate
+from simulate.runtime.versions import ROOT, import_closure, source_digest
 from theory.cli import atomic_write
 from theory.setting import Setting
 
@@ -49,7 +47,7 @@ FORMAT_VERSION = 2
 _LOG = logging.getLogger(__name__)
 
 # What decides what a run measures: the module of the function a run calls, that of its Setting, and every
-# module they import (simulate.versions.import_closure), so a new engine module is in the key without being
+# module they import (simulate.runtime.versions.import_closure), so a new engine module is in the key without being
 # listed. A change to any of them is a new code version; the services built on runs (verify, bench, figures,
 # this cache) are not imported by the engine, so editing them keeps the cache.
 _ENGINE_ENTRIES = (simulate.__module__, Setting.__module__)
@@ -119,7 +117,7 @@ def load_run(run_dir) -> tuple[dict, pd.DataFrame]:
 def engine_sources(root: Path = ROOT) -> list[str]:
     """The files (relative to ``root``) that decide what a run measures: the engine's import closure.
 
-    >>> {"simulate/stack.py", "simulate/implicit.py", "theory/setting.py"} <= set(engine_sources())
+    >>> {"simulate/engine/stack.py", "simulate/engine/implicit.py", "theory/setting.py"} <= set(engine_sources())
     True
     >>> "simulate/verify.py" in engine_sources()
     False
@@ -128,7 +126,7 @@ def engine_sources(root: Path = ROOT) -> list[str]:
 
 
 def code_version(root: Path = ROOT) -> str:
-    """:func:`simulate.versions.source_digest` of :func:`engine_sources` (of the sources under ``root``)."""
+    """:func:`simulate.runtime.versions.source_digest` of :func:`engine_sources` (of the sources under ``root``)."""
     return source_digest(engine_sources(root), root=root)
 
 

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from simulate.cache import cached_simulate
-from simulate.stack import NumericalBlowUp
+from simulate.engine import NumericalBlowUp
 from theory.setting import Setting
 
 __all__ = ["COLUMNS", "Z_LIMIT", "APPROX_REL_TOLERANCE", "CURVE_WORDS", "VERDICT_WORDS", "describe_setting",

@@ -7,7 +7,7 @@ no wasted default init), and for each Monte-Carlo sample, one after another: eve
 weight re-drawn in place with ``nn.init.normal_(std)``, a fresh input, one forward pass
 under ``torch.no_grad``, statistics recorded by forward hooks into a preallocated
 float64 device tensor (no host copy until the end). Same architecture and metric
-definitions as :mod:`simulate` (docs/design.md#schemes, simulate/metrics.py)
+definitions as :mod:`simulate` (docs/design.md#schemes, simulate/engine/metrics.py)
 for schemes pre, lns and post and the transformer block; the random streams differ,
 so the two agree in law, not number by number.
 
@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from simulate.tables import table_from_stats
+from simulate.engine import ACTIVATIONS, table_from_stats
 from theory import architecture
 
 __all__ = ["NAIVE_METRICS", "NAIVE_SCHEMES", "NaiveTransformer", "naive_simulate", "naive_flops"]
@@ -110,7 +110,7 @@ class FeedForward(nn.Module):
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         if self.activation == "swiglu":
             return self.w2(F.silu(self.w1(h)) * self.w3(h))
-        act = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}[self.activation]
+        act = ACTIVATIONS[self.activation]
         return self.w2(act(self.w1(h)))
 
 
@@ -156,7 +156,7 @@ def _check_supported(setting) -> None:
                          "mask_density=1 and alignment=0 are required")
 
 
-# -- metrics (definitions of simulate/metrics.py, per sample; x is (1, T, d)) -----------
+# -- metrics (definitions of simulate/engine/metrics.py, per sample; x is (1, T, d)) -----------
 def _var(x: torch.Tensor) -> torch.Tensor:
     return x.double().var(dim=-1).mean()  # () mean over tokens of the feature variance
 

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from simulate.cache import write_atomic
 from simulate.compare import APPROX_REL_TOLERANCE, COLUMNS, Z_LIMIT, check, compare, describe_setting, verdict_row
-from simulate.interrupts import deferred_signals, exit_code, handle_signals, interrupted_line, signal_of
+from simulate.runtime.interrupts import deferred_signals, exit_code, handle_signals, interrupted_line, signal_of
 from theory.cli import CliParser, add_progress_argument, fail, markdown_table, output_path, progress_enabled
 from theory.setting import Setting
 

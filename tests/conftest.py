@@ -24,7 +24,7 @@ os.environ.setdefault("DEPTH_WORKBENCH_THREADS", "1")
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from simulate.process import configure_process  # noqa: E402
+from simulate.runtime.process import configure_process  # noqa: E402
 
 configure_process()
 
@@ -94,3 +94,47 @@ def assert_mc_close(name: str, mean, sem, target, *, z: float = 4.0, shape=None,
 def mc_close():
     """The :func:`assert_mc_close` helper."""
     return assert_mc_close
+
+
+def invalid_strategy(constraint):
+    """Hypothesis values that ``constraint`` refuses, generated from its declaration (theory.constraints).
+
+    Below or above an interval (its open ends included), non-finite and wrongly typed values, choices that
+    are not among the allowed ones; every value drawn is checked to be one the constraint refuses.
+    """
+    from hypothesis import strategies as st
+
+    from theory.constraints import AnyOf, Boolean, Choice, Integer, Optional, Real
+
+    wrong_types = st.sampled_from([True, False, None, "1", [1], 1.5])
+    if isinstance(constraint, Integer):
+        parts = [wrong_types, st.floats(allow_nan=True)]
+        if constraint.low is not None:
+            parts.append(st.integers(max_value=constraint.low - 1))
+        if constraint.high is not None:
+            parts.append(st.integers(min_value=constraint.high + 1))
+    elif isinstance(constraint, Real):
+        parts = [wrong_types, st.sampled_from([math.nan, math.inf, -math.inf])]
+        if math.isfinite(constraint.low):
+            parts.append(st.floats(max_value=constraint.low, exclude_max=not constraint.low_open,
+                                   allow_infinity=False))
+        if math.isfinite(constraint.high):
+            parts.append(st.floats(min_value=constraint.high, exclude_min=not constraint.high_open,
+                                   allow_infinity=False))
+    elif isinstance(constraint, Choice):
+        parts = [st.text(max_size=12), st.sampled_from([3, 1.5, None, True])]
+    elif isinstance(constraint, Boolean):
+        parts = [st.sampled_from([0, 1, "true", None, 1.0])]
+    elif isinstance(constraint, Optional):
+        parts = [invalid_strategy(constraint.inner)]
+    elif isinstance(constraint, AnyOf):
+        parts = [invalid_strategy(option) for option in constraint.options]
+    else:
+        raise AssertionError(f"no invalid values known for {constraint!r}: add them to tests/conftest.py")
+    return st.one_of(parts).filter(lambda value: not constraint.accepts(value))
+
+
+@pytest.fixture
+def invalid_values():
+    """:func:`invalid_strategy`: the values a declared constraint refuses, for property tests."""
+    return invalid_strategy

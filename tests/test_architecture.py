@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-import simulate.stack as stack
+import simulate.engine.stack as stack
 from simulate import simulate as run_simulation
 from theory import architecture
 from theory.meanfield.plan import build_plan

@@ -120,7 +120,7 @@ import contextlib, io, json, os, sys, traceback
 from pathlib import Path
 
 cases, base = json.loads(sys.stdin.read()), Path(sys.argv[1])
-from simulate.process import configure_process
+from simulate.runtime.process import configure_process
 configure_process()
 MAINS = {"theory": "theory.__main__", "simulate": "simulate.__main__", "paper_figs": "paper_figs.__main__"}
 

@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, NoReturn
 
+from theory.constraints import Integer
+
 if TYPE_CHECKING:  # pandas is imported where a table is written, not by every command line
     import pandas
 
@@ -41,19 +43,16 @@ class CliParser(argparse.ArgumentParser):
 
 
 def int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse ``type``: an integer >= ``low`` (argparse names it in its one-line error).
+    """An argparse ``type``: an integer >= ``low``, checked by :class:`theory.constraints.Integer`.
 
-    >>> int_at_least(1)("3"), int_at_least(1).__name__
-    (3, 'integer >= 1')
+    >>> int_at_least(1)("3")
+    3
+    >>> int_at_least(1)("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: '0' is not allowed: an integer >= 1
     """
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < low:
-            raise ValueError(text)
-        return value
-
-    parse.__name__ = f"integer >= {low}"
-    return parse
+    return Integer(low).argparse_type(int)
 
 
 def add_progress_argument(parser: argparse.ArgumentParser) -> None:

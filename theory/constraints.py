@@ -16,8 +16,8 @@ stay explicit where the fields meet. Pure Python: no numpy, no torch.
 Traceback (most recent call last):
 ...
 theory.constraints.ConstraintError: depth=True is not allowed: an integer >= 1
->>> Real(0.0, 1.0, low_open=True).allowed, Choice("pre", "lns").allowed
-('a real number in (0, 1]', 'one of pre, lns')
+>>> Real(0.0, 1.0, low_open=True).allowed, Choice("pre", "lns").allowed, Choice("llama").allowed
+('a real number in (0, 1]', 'one of pre, lns', 'one of llama')
 >>> (Choice("all") | Integer(1)).check("pairs", 0)
 Traceback (most recent call last):
 ...
@@ -148,8 +148,6 @@ class Choice(Constraint):
 
     @property
     def allowed(self) -> str:
-        if len(self.values) == 1:
-            return repr(self.values[0])
         return "one of " + ", ".join(str(v) for v in self.values)
 
     def accepts(self, value: Any) -> bool:
@@ -176,7 +174,8 @@ class AnyOf(Constraint):
 
     @property
     def allowed(self) -> str:
-        return " or ".join(option.allowed for option in self.options)
+        return " or ".join(repr(option.values[0]) if isinstance(option, Choice) and len(option.values) == 1
+                           else option.allowed for option in self.options)
 
     def accepts(self, value: Any) -> bool:
         return any(option.accepts(value) for option in self.options)

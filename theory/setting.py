@@ -22,7 +22,10 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from theory.constraints import Boolean, Choice, ConstraintError, Integer, Optional, Real, check_fields
+
 __all__ = [
+    "FIELD_CONSTRAINTS",
     "SCHEMES",
     "BLOCKS",
     "NORMS",
@@ -47,18 +50,12 @@ ACTIVATIONS = ("relu", "gelu", "silu", "swiglu")
 _LLAMA_CONFIG_FFN = {256: 688, 512: 1376, 768: 2048, 1024: 2736, 2048: 5461, 4096: 11008}
 
 
-class SettingError(ValueError):
+class SettingError(ConstraintError):
     """A setting field holds a value outside what is allowed.
 
     The message names the field, the value and the allowed values; ``field`` holds
     the field name so a caller (a CLI) can point at the flag.
     """
-
-    def __init__(self, field_name: str, value: Any, allowed: str):
-        self.field = field_name
-        self.value = value
-        self.allowed = allowed
-        super().__init__(f"{field_name}={value!r} is not allowed: {allowed}")
 
 
 def llama_ffn_width(width: int) -> int:
@@ -114,20 +111,7 @@ class Setting:
     preset: str | None = field(default=None, compare=True)
 
     def __post_init__(self) -> None:
-        self._check_choice("scheme", SCHEMES)
-        self._check_choice("block", BLOCKS)
-        self._check_choice("norm", NORMS)
-        self._check_choice("activation", ACTIVATIONS)
-        for name in ("depth", "heads", "tokens", "experts"):
-            self._check_int(name, 1)
-        self._check_int("width", 2)  # the unbiased feature variance and LayerNorm divide by width - 1
-        for name in ("ffn_width", "kv_heads"):
-            if getattr(self, name) is not None:
-                self._check_int(name, 1)
-        self._check_int("top_k", 1)
-        for name in ("causal", "rope", "shared_expert", "uniform_gates"):
-            if not isinstance(getattr(self, name), bool):
-                raise SettingError(name, getattr(self, name), "true or false")
+        check_fields(self.__dict__, FIELD_CONSTRAINTS, SettingError)
         if self.width % self.heads:
             raise SettingError("heads", self.heads, f"a divisor of width={self.width}")
         if (self.width // self.heads) % 2 and self.rope:
@@ -136,42 +120,8 @@ class Setting:
             raise SettingError("kv_heads", self.kv_heads, f"a divisor of heads={self.heads} (group size G = heads/kv_heads)")
         if self.top_k > self.experts:
             raise SettingError("top_k", self.top_k, f"an integer in 1..experts={self.experts}")
-        self._check_real("init_std", low=0.0, low_open=True, optional=True)
-        self._check_real("input_std", low=0.0, low_open=True)
-        self._check_real("input_cos", low=0.0, high=1.0, high_open=True)
-        self._check_real("mask_density", low=0.0, low_open=True, high=1.0)
-        self._check_real("alignment", low=0.0)
-        self._check_real("mix_fraction", low=0.0, high=1.0)
-        self._check_real("layerscale_init", low=0.0, low_open=True)
-        self._check_real("lr", low=0.0, low_open=True)
-        self._check_real("weight_decay", low=0.0)  # 0: no decay (P1 trains without it)
-        self._check_real("grad_noise_std", low=0.0)
         if self.lr * self.weight_decay > 1:
             raise SettingError("weight_decay", self.weight_decay, f"a value with 0 <= lr*weight_decay <= 1 (lr={self.lr})")
-        if self.preset is not None and self.preset not in PRESETS:
-            raise SettingError("preset", self.preset, f"one of {', '.join(PRESETS)}")
-
-    # -- validation helpers -------------------------------------------------------
-    def _check_choice(self, name: str, allowed: tuple[str, ...]) -> None:
-        if getattr(self, name) not in allowed:
-            raise SettingError(name, getattr(self, name), f"one of {', '.join(allowed)}")
-
-    def _check_int(self, name: str, low: int) -> None:
-        value = getattr(self, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise SettingError(name, value, f"an integer >= {low}")
-
-    def _check_real(self, name: str, low: float, high: float = math.inf, *, low_open: bool = False,
-                    high_open: bool = False, optional: bool = False) -> None:
-        value = getattr(self, name)
-        if value is None and optional:
-            return
-        lo, hi = ("(" if low_open else "["), (")" if high_open or high == math.inf else "]")
-        allowed = f"a real number in {lo}{low:g}, {high:g}{hi}"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise SettingError(name, value, allowed)
-        if value < low or (low_open and value == low) or value > high or (high_open and value == high):
-            raise SettingError(name, value, allowed)
 
     # -- derived quantities -------------------------------------------------------
     @property
@@ -244,12 +194,28 @@ class _PresetConstructor:
 
 Setting.preset = _PresetConstructor()  # type: ignore[assignment]
 
+# What each field may hold (theory.constraints); the rules between fields are in Setting.__post_init__.
+_POSITIVE = Real(0.0, low_open=True)
+FIELD_CONSTRAINTS = {
+    "scheme": Choice(*SCHEMES), "block": Choice(*BLOCKS), "norm": Choice(*NORMS), "activation": Choice(*ACTIVATIONS),
+    "depth": Integer(1), "heads": Integer(1), "tokens": Integer(1), "experts": Integer(1),
+    "width": Integer(2),  # the unbiased feature variance and LayerNorm divide by width - 1
+    "ffn_width": Optional(Integer(1)), "kv_heads": Optional(Integer(1)), "top_k": Integer(1),
+    "causal": Boolean(), "rope": Boolean(), "shared_expert": Boolean(), "uniform_gates": Boolean(),
+    "init_std": Optional(_POSITIVE), "input_std": _POSITIVE, "input_cos": Real(0.0, 1.0, high_open=True),
+    "mask_density": Real(0.0, 1.0, low_open=True), "alignment": Real(0.0), "mix_fraction": Real(0.0, 1.0),
+    "layerscale_init": _POSITIVE, "lr": _POSITIVE,
+    "weight_decay": Real(0.0),  # 0: no decay (P1 trains without it)
+    "grad_noise_std": Real(0.0),
+}
+
 # The architecture of the official LNS code (lmsdss/LayerNorm-Scaling, LLaMA configs):
 # RMSNorm, SwiGLU, RoPE, causal attention, no biases, all weights N(0, 0.02^2).
 PRESETS: dict[str, dict[str, Any]] = {
     "llama": dict(block="transformer", norm="rmsnorm", activation="swiglu", causal=True,
                   rope=True, init_std=0.02, ffn_width=None),
 }
+FIELD_CONSTRAINTS["preset"] = Optional(Choice(*PRESETS))
 
 
 # -- the flag set both CLIs share ----------------------------------------------------

@@ -14,7 +14,7 @@ Names are loaded on first use (importing the package imports no torch).
 
 from __future__ import annotations
 
-from simulate.lazy import lazy_exports
+from simulate.runtime.lazy import lazy_exports
 
 __all__ = ["SCORE_GROUPS", "ScoreOptions", "compute_scores", "score_run", "load_run_model", "RunError"]
 

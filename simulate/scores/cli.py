@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m simulate scores``; returns the exit code."""
     from simulate.scores.hf import HFError, is_hf_directory, score_hf
     from simulate.scores.runs import RunError, read_run_config, score_run
-    from simulate.stack import resolve_device
+    from simulate.engine import resolve_device
 
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     hugging_face = is_hf_directory(args.run)

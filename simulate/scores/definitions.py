@@ -41,14 +41,16 @@ import torch
 from scipy import stats as scipy_stats
 from tqdm.auto import tqdm
 
-from simulate.metrics import angular
+from simulate.engine import angular, summarise
 from simulate.scores.stack import LayerStack, run_from, streams
-from simulate.tables import summarise
+from theory.constraints import Choice, Integer
 
-__all__ = ["SIGNIFICANCE_RATIO", "BaseRun", "ratio_pseudo", "score_row", "base_run", "loss_rows", "prune_scores",
+__all__ = ["SIGNIFICANCE_RATIO", "PAIRS", "BaseRun", "ratio_pseudo", "score_row", "base_run", "loss_rows",
+           "prune_scores",
            "angular_scores", "causal_scores", "permutation_scores", "select_pairs", "usefulness_scores"]
 
 SIGNIFICANCE_RATIO = 1.1  # P2: a block is significant when L_lin / L_base exceeds this
+PAIRS = Choice("all") | Integer(1)  # the permutation score's pairs: all, or those with l2 - l1 <= K
 
 
 @dataclass
@@ -201,8 +203,7 @@ def select_pairs(depth: int, pairs="all") -> list[tuple[int, int]]:
     every = list(combinations(range(1, depth + 1), 2))
     if pairs == "all":
         return every
-    if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 1:
-        raise ValueError(f"pairs={pairs!r} is not allowed: 'all' or an integer >= 1 (largest l2 - l1)")
+    PAIRS.check("pairs", pairs)
     return [(a, b) for a, b in every if b - a <= pairs]
 
 

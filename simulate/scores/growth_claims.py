@@ -43,7 +43,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from simulate.tables import CONFIDENCE, interval_z
+from simulate.engine import CONFIDENCE, interval_z
 from theory.meanfield.bridge import loglog_slope, var_growth
 
 __all__ = ["GROWTH_LEMMAS", "EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "t_interval", "growth_summary",

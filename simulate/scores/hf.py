@@ -234,7 +234,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from simulate.process import configure_process
+    from simulate.runtime.process import configure_process
 
     configure_process()
     sys.exit(main())

@@ -30,6 +30,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm.auto import tqdm
 
 from simulate.scores.definitions import score_row
+from theory.constraints import Integer
 
 __all__ = ["JACOBIAN_SCORES", "Linearised", "probe_statistics", "spectral_norm", "jacobian_scores"]
 
@@ -64,8 +65,7 @@ class Linearised:
 
 def probe_statistics(linear: Linearised, probes: int, generator: torch.Generator) -> dict:
     """Per-sequence ``jac_dev, jac_diag_mean, jac_diag_std, jac_offdiag`` (module docstring): (B,) each."""
-    if probes < 2:
-        raise ValueError(f"probes={probes!r} is not allowed: an integer >= 2 (the diagonal needs a probe variance)")
+    Integer(2).check("probes", probes)  # two at least: the diagonal's spread needs a probe variance
     x = linear.x
     n = x.shape[-1] * x.shape[-2]
     products, dev2, frob2 = [], [], []

@@ -37,7 +37,7 @@ from scipy import stats
 from simulate.compare import verdict_row
 from simulate.scores.compute import ScoreOptions
 from simulate.scores.growth_claims import growth_rows, growth_summary, t_interval
-from simulate.tables import CONFIDENCE, interval_z
+from simulate.engine import CONFIDENCE, interval_z
 
 __all__ = ["KNOB_CLAIMS", "VERIFY_OPTIONS", "VERIFY_GROUPS", "RunRecord", "load_record", "welch_interval",
            "signed_verdict", "trained_rows", "trained_summary", "trained_markdown"]

@@ -23,13 +23,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulate.versions import ROOT, source_digest
-
 __all__ = ["TinyTraining", "TINY", "SMALL", "FULL", "training_code_version", "cached_training", "claim_settings",
            "claim_runs", "cached_scores"]
-
-_TRAINER_SOURCES = ("theory/setting.py", "theory/architecture.py", "simulate/metrics.py", "simulate/tables.py",
-                    "theory/meanfield/bridge.py")
 
 
 @dataclass(frozen=True)
@@ -56,9 +51,10 @@ FULL = TinyTraining(width=64, depth=8, heads=4, tokens=64, steps=300, batch=16, 
 
 
 def training_code_version() -> str:
-    """:func:`simulate.versions.source_digest` of the trainer's sources and what they read."""
-    trainer = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "simulate" / "training").glob("*.py"))
-    return source_digest(trainer + list(_TRAINER_SOURCES))
+    """The trainer's code version (:func:`simulate.training.loop.code_version`: its sources and what they import)."""
+    from simulate.training.loop import code_version
+
+    return code_version()
 
 
 def cached_training(setting, *, steps: int, batch: int, log_every: int, seed: int = 0, data: str = "docs",

@@ -13,7 +13,7 @@ Names are loaded on first use (importing the package imports no torch).
 
 from __future__ import annotations
 
-from simulate.lazy import lazy_exports
+from simulate.runtime.lazy import lazy_exports
 
 __all__ = ["Study", "StudyError", "load_study", "parse_study", "run_studies", "write_reports", "read_study"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from simulate.study.spec import Study, load_study
-from simulate.versions import ROOT
+from simulate.runtime.versions import ROOT
 
 __all__ = ["ATLAS_DIR", "ATLAS_SPECS_DIR", "ATLAS_NAMES", "atlas_studies", "atlas_results", "atlas_models"]
 

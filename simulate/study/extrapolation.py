@@ -9,7 +9,7 @@ block ``l >= 2`` of the fitting models at their last step:
 
     a_l / sigma_{l-1}      = x . alpha        (the aligned fraction; it may be negative)
     log(b_l / sigma_{l-1}) = x . beta         (the rest, relative to the stream)
-    x = [1, log l, log sigma_{l-1}, log d, log steps]
+    x = [1, log l, l/L, log sigma_{l-1}, log d, log steps]
 
 and for the first block, which lifts the embedding's small variance in one step,
 ``log sigma_1^2 = [1, log d, log steps] . gamma``. A regressor that does not vary over the
@@ -46,7 +46,7 @@ from theory.meanfield.bridge import bridge_profile
 __all__ = ["BLOCK_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw", "bridge_samples", "fit_law",
            "predict_profile", "extrapolation_test", "paper_predictions"]
 
-BLOCK_TERMS = ("1", "log l", "log sigma", "log d", "log steps")
+BLOCK_TERMS = ("1", "log l", "l/L", "log sigma", "log d", "log steps")
 FIRST_TERMS = ("1", "log d", "log steps")
 # The papers' sizes (P1: LLaMA configs of the official code, 130M trained 20k steps; the steps of the
 # 1B and 7B runs are this project's reading, stated in docs/studies.md).
@@ -89,7 +89,8 @@ def bridge_samples(models) -> pd.DataFrame:
 
 
 def _design(frame: pd.DataFrame, terms) -> np.ndarray:
-    columns = {"1": np.ones(len(frame)), "log l": np.log(frame["layer"]), "log sigma": np.log(frame["sigma_in"]),
+    columns = {"1": np.ones(len(frame)), "log l": np.log(frame["layer"]), "l/L": frame["layer"] / frame["depth"],
+               "log sigma": np.log(frame["sigma_in"]),
                "log d": np.log(frame["width"]), "log steps": np.log(frame["steps"])}
     return np.stack([np.asarray(columns[t], dtype=float) for t in terms], axis=1)  # (n, terms)
 
@@ -114,8 +115,9 @@ def fit_law(samples: pd.DataFrame) -> BridgeLaw:
     return BridgeLaw(terms, alpha, beta, first_terms, gamma, {**fixed, **first_fixed}, float(first["var_in"].mean()))
 
 
-def _regressors(law: BridgeLaw, terms, layer: int, sigma: float, width: float | None, steps: float | None):
-    values = {"1": 1.0, "log l": math.log(layer), "log sigma": math.log(sigma),
+def _regressors(law: BridgeLaw, terms, layer: int, depth: int, sigma: float, width: float | None,
+                steps: float | None):
+    values = {"1": 1.0, "log l": math.log(layer), "l/L": layer / depth, "log sigma": math.log(sigma),
               "log d": law.fixed.get("log d") if width is None else math.log(width),
               "log steps": law.fixed.get("log steps") if steps is None else math.log(steps)}
     return np.array([values[t] for t in terms])
@@ -127,11 +129,11 @@ def predict_profile(law: BridgeLaw, depth: int, width: float | None = None, step
 
     ``width`` and ``steps`` None: at the fitted values (for a law that does not depend on them).
     """
-    square = float(np.exp(_regressors(law, law.first_terms, 1, 1.0, width, steps) @ law.gamma))
+    square = float(np.exp(_regressors(law, law.first_terms, 1, depth, 1.0, width, steps) @ law.gamma))
     profile = [square]
     for layer in range(2, depth + 1):
         sigma = math.sqrt(square)
-        x = _regressors(law, law.terms, layer, sigma, width, steps)
+        x = _regressors(law, law.terms, layer, depth, sigma, width, steps)
         a = sigma * float(x @ law.alpha)
         b = sigma * math.exp(float(x @ law.beta))
         square = float(bridge_profile(square, np.array([a]), np.array([b]))[-1])

@@ -60,9 +60,9 @@ RAW_TABLES = ("loss", "layers", "scores", "pairs")
 def check_options(options: dict) -> dict:
     """Defaults filled in and checked (ValueError naming the option), as the train and scores flags are."""
     merged = merge_options(options, STUDY_DEFAULTS, "study")
-    pairs = merged.pop("pairs")
-    if pairs != "all" and (isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 1):
-        raise ValueError(f"pairs={pairs!r} is not allowed: 'all' or an integer >= 1 (block pairs l2 - l1 <= K)")
+    from simulate.scores.definitions import PAIRS
+
+    pairs = PAIRS.check("pairs", merged.pop("pairs"))
     checked = check_scores_options({**merged, "at_init": False})
     checked.pop("at_init")
     return {**checked, "pairs": pairs}
@@ -171,7 +171,7 @@ def _headline(run: Path, table: pd.DataFrame, train_s: float, score_s: float) ->
 
 def run_point(point) -> Outcome:
     """Train, score and tabulate one study point (module docstring); a nan loss fails it, keeping the logs."""
-    from simulate.stack import resolve_device
+    from simulate.engine import resolve_device
     from simulate.training.loop import LossNotFinite
 
     device = resolve_device(point.options["device"])

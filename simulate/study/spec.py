@@ -39,12 +39,12 @@ simulate.study.spec.StudyError: study.axes: 'depth' has one value (2): a trend n
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulate.study.claims import CLAIMS, applicable_claims
 from simulate.sweep.spec import SPEC_KEYS, SpecError, Sweep, parse_spec, read_spec
+from theory.constraints import Integer, Real
 
 __all__ = ["STUDY_KEYS", "StudyError", "Study", "parse_study", "load_study"]
 
@@ -95,8 +95,7 @@ def _point_value(point, axis: str):
 
 def _seed_count(data: dict) -> None:
     seeds = data.get("seeds")
-    count = seeds if isinstance(seeds, int) and not isinstance(seeds, bool) else (
-        len(seeds) if isinstance(seeds, list) else 1)
+    count = seeds if Integer().accepts(seeds) else (len(seeds) if isinstance(seeds, list) else 1)
     if count < 2:
         raise StudyError(f"seeds={seeds!r} is not allowed: at least 2 seeds (a count or a list), since every "
                          "interval of a study is over seeds")
@@ -111,8 +110,7 @@ def _study_axes(table: dict, sweep: Sweep) -> tuple[str, ...]:
             swept = ", ".join(f for f in sweep.axis_fields if f != "scheme") or "none"
             raise StudyError(f"study.axes: {axis!r} is not a swept numeric field of this study: choose from {swept}")
         values = sorted({_point_value(p, axis) for p in sweep.points})
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and math.isfinite(v)
-                   for v in values):
+        if not all(Real(0.0, low_open=True).accepts(v) for v in values):
             raise StudyError(f"study.axes: {axis!r} has values {values}: trends run against log({axis}), so "
                              "each value must be a number > 0")
         if len(values) < 2:

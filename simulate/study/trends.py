@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from simulate.tables import CONFIDENCE
+from simulate.engine import CONFIDENCE
 
 __all__ = ["Trend", "Crossing", "fit_trend", "direction_verdict", "zero_crossing", "describe_crossing"]
 

@@ -20,7 +20,7 @@ point imports) can be imported without the runner and its engines.
 
 from __future__ import annotations
 
-from simulate.lazy import lazy_exports
+from simulate.runtime.lazy import lazy_exports
 
 __all__ = ["read_spec", "load_spec", "parse_spec", "run_sweep", "read_summary", "read_point", "Point", "Sweep",
            "SpecError", "SweepReport"]

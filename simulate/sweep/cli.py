@@ -2,7 +2,7 @@
 
 Validates the whole spec first (a bad field: one line naming the point and the field,
 exit 2, nothing written), then runs the points that have no file in ``DIR`` yet and
-rebuilds ``DIR/summary.csv``. An interrupt (SIGINT, SIGTERM; :mod:`simulate.interrupts`)
+rebuilds ``DIR/summary.csv``. An interrupt (SIGINT, SIGTERM; :mod:`simulate.runtime.interrupts`)
 keeps the finished points, prints one line (``interrupted by SIGINT after K of N points;
 ...; re-run the same command to finish``) and exits with 130 (143 for SIGTERM). ``--bench`` measures the engines instead
 (:func:`simulate.sweep.bench.sweep_speed`).
@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from theory.cli import CliParser, fail, int_at_least, output_path
+
+if TYPE_CHECKING:
+    from simulate.sweep.runner import SweepReport
 
 __all__ = ["build_parser", "add_engine_arguments", "check_engine", "run_points", "lost_points", "main"]
 
@@ -71,7 +75,7 @@ def run_points(prog: str, out, run) -> "SweepReport | int":
     Returns the sweep's report, or the exit code of an interrupted (130/143) or failed (1) run;
     another sweep writing to ``out`` is an error (exit 2).
     """
-    from simulate.interrupts import exit_code, handle_signals, interrupted_line, signal_of
+    from simulate.runtime.interrupts import exit_code, handle_signals, interrupted_line, signal_of
     from simulate.sweep.engines import EngineError, WorkerDied
     from simulate.sweep.runner import SweepBusy
 

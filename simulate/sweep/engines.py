@@ -7,7 +7,7 @@ its file is on disk, in the order the points finish.
     ``workers = 1``: the points one after another in this process. More workers: this
     process and a :class:`concurrent.futures.ProcessPoolExecutor` (``spawn``) of
     ``workers - 1`` more, every one pinned to ``cores // workers`` torch threads
-    (``DEPTH_WORKBENCH_THREADS``, :func:`simulate.process.configure_process`), each taking
+    (``DEPTH_WORKBENCH_THREADS``, :func:`simulate.runtime.process.configure_process`), each taking
     the next point when it is free. The driver works too because a spawned worker first
     spends about 5 CPU seconds importing theory and torch, which the driver has done
     already. Workers write their points' files themselves. On an interrupt the pool is
@@ -41,7 +41,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Iterator
 
-from simulate.interrupts import deferred_signals
+from simulate.runtime.interrupts import deferred_signals
 from simulate.sweep.spec import Point
 from simulate.sweep.store import encode_point, write_point
 from simulate.sweep.tasks import TASKS, PointFailed
@@ -121,7 +121,7 @@ def _init_worker(threads: int) -> None:
     # (the resource tracker then warns of a leak); a worker draws no bars, a thread lock will do.
     tqdm.set_lock(threading.RLock())
     os.environ["DEPTH_WORKBENCH_THREADS"] = str(threads)
-    from simulate.process import configure_process
+    from simulate.runtime.process import configure_process
 
     configure_process()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from simulate.tables import Z_CONFIDENCE
+from simulate.engine import Z_CONFIDENCE
 
 __all__ = ["seed_means", "plot_summary"]
 

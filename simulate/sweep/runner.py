@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from simulate.interrupts import deferred_signals
+from simulate.runtime.interrupts import deferred_signals
 from simulate.sweep import engines, store
 from simulate.sweep.spec import Sweep
 from theory.cli import atomic_write

@@ -52,6 +52,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from simulate.sweep.tasks import TASKS
+from theory.constraints import Integer
 from theory.setting import Setting, SettingError
 
 if sys.version_info >= (3, 11):
@@ -191,10 +192,9 @@ def _seeds(data: dict, seeded: bool, task: str) -> list[int | None]:
         return [None]
     if raw is None:
         return [0]
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 1:
+    if Integer(1).accepts(raw):
         return list(range(raw))
-    if (isinstance(raw, list) and raw and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in raw)
-            and len(set(raw)) == len(raw)):
+    if isinstance(raw, list) and raw and all(Integer(0).accepts(s) for s in raw) and len(set(raw)) == len(raw):
         return list(raw)
     raise SpecError(f"seeds={raw!r} is not allowed: a count >= 1 or a list of distinct integers >= 0")
 

@@ -41,9 +41,10 @@ from typing import Any, Callable
 
 from simulate.sweep.headline import measured_headline, predicted_headline
 from simulate.sweep.outcome import Outcome, PointFailed, merge_options
-from simulate.versions import ROOT, source_digest
+from simulate.runtime.versions import ROOT, source_digest
+from theory.constraints import Choice, Integer, check_fields
 
-__all__ = ["Task", "TASKS"]
+__all__ = ["Task", "TASKS", "RUN_OPTIONS"]
 
 _OWN_SOURCES = ("simulate/sweep/tasks.py", "simulate/sweep/outcome.py", "simulate/sweep/headline.py",
                 "simulate/sweep/training_tasks.py")
@@ -93,23 +94,17 @@ def _run_predict(point) -> Outcome:
 # -- run ---------------------------------------------------------------------------------
 _RUN_DEFAULTS = {"samples": 8, "metrics": ["var"], "device": "auto", "dtype": "float32", "weights": "auto",
                  "precision": "highest"}
-_CHOICES = {"device": ("auto", "cpu", "cuda"), "dtype": ("float32", "float64"),
-            "weights": ("dense", "implicit", "auto"), "precision": ("highest", "tf32", "bf16")}
+RUN_OPTIONS = {"samples": Integer(1), "device": Choice("auto", "cpu", "cuda"), "dtype": Choice("float32", "float64"),
+               "weights": Choice("dense", "implicit", "auto"), "precision": Choice("highest", "tf32", "bf16")}
 
 
 def _check_run_options(options: dict) -> dict:
     import torch
 
-    from simulate.metrics import parse_metrics
-    from simulate.stack import check_precision, resolve_dtype
+    from simulate.engine import check_precision, parse_metrics, resolve_dtype
 
     merged = merge_options(options, _RUN_DEFAULTS, "run")
-    samples = merged["samples"]
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise ValueError(f"samples={samples!r} is not allowed: an integer >= 1")
-    for name, allowed in _CHOICES.items():
-        if merged[name] not in allowed:
-            raise ValueError(f"{name}={merged[name]!r} is not allowed: one of {', '.join(allowed)}")
+    check_fields(merged, RUN_OPTIONS)
     metrics = merged["metrics"]
     if not (isinstance(metrics, str) or (isinstance(metrics, list) and all(isinstance(m, str) for m in metrics))):
         raise ValueError(f"metrics={metrics!r} is not allowed: a list of names, a comma-separated string or 'all'")
@@ -120,7 +115,7 @@ def _check_run_options(options: dict) -> dict:
 
 
 def _check_run_setting(setting, options: dict) -> None:
-    from simulate.metrics import parse_metrics
+    from simulate.engine import parse_metrics
 
     parse_metrics(options["metrics"], setting.block)
 
@@ -132,8 +127,8 @@ def _run_version() -> str:
 
 
 def _run_run(point) -> Outcome:
-    from simulate.metrics import parse_metrics
-    from simulate.stack import NumericalBlowUp, resolve_device, simulate
+    from simulate.engine import parse_metrics
+    from simulate.engine import NumericalBlowUp, resolve_device, simulate
 
     options, depth = point.options, point.setting.depth
     device = resolve_device(options["device"])

@@ -31,14 +31,18 @@ import pandas as pd
 
 from simulate.sweep.headline import measured_headline
 from simulate.sweep.outcome import Outcome, PointFailed, merge_options
-from simulate.versions import ROOT, source_digest
+from simulate.runtime.versions import ROOT, source_digest
+from theory.constraints import Boolean, Choice, Integer, check_fields
 
-__all__ = ["TRAIN_DEFAULTS", "SCORES_DEFAULTS", "train_config", "check_train_options", "check_scores_options",
+__all__ = ["TRAIN_DEFAULTS", "SCORES_DEFAULTS", "DEVICE", "SCORES_OPTIONS", "train_config", "check_train_options",
+           "check_scores_options",
            "check_train_setting", "run_train", "run_scores", "train_version", "scores_version"]
 
 TRAIN_DEFAULTS = {"steps": 300, "batch": 16, "warmup": None, "data": "docs", "log_every": 50, "clip": 0.0,
                   "probe_batch": None, "moe_lns_top_k": False, "precision": "auto", "device": "auto"}
 SCORES_DEFAULTS = {**TRAIN_DEFAULTS, "scores": ["prune", "angular"], "sequences": 64, "at_init": False}
+DEVICE = Choice("auto", "cpu", "cuda")
+SCORES_OPTIONS = {"sequences": Integer(2), "at_init": Boolean()}  # the scores' own options (theory.constraints)
 
 
 def train_config(options: dict, seed: int = 0):
@@ -52,8 +56,7 @@ def train_config(options: dict, seed: int = 0):
 def check_train_options(options: dict, task: str = "train", defaults: dict = TRAIN_DEFAULTS) -> dict:
     """Defaults filled in and checked as ``python -m simulate train`` checks its flags (ValueError)."""
     merged = merge_options(options, defaults, task)
-    if merged["device"] not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"device={merged['device']!r} is not allowed: one of auto, cpu, cuda")
+    check_fields(merged, {"device": DEVICE})
     train_config(merged)
     if merged["precision"] == "tf32" and merged["device"] == "cpu":
         raise ValueError("precision='tf32' is not allowed on the CPU: auto, highest or bf16")
@@ -66,11 +69,7 @@ def check_scores_options(options: dict) -> dict:
 
     merged = check_train_options(options, "scores", SCORES_DEFAULTS)
     merged["scores"] = list(parse_scores(merged["scores"]))
-    sequences = merged["sequences"]
-    if isinstance(sequences, bool) or not isinstance(sequences, int) or sequences < 2:
-        raise ValueError(f"sequences={sequences!r} is not allowed: an integer >= 2")
-    if not isinstance(merged["at_init"], bool):
-        raise ValueError(f"at_init={merged['at_init']!r} is not allowed: true or false")
+    check_fields(merged, SCORES_OPTIONS)
     return merged
 
 
@@ -85,7 +84,7 @@ def check_train_setting(setting, options: dict) -> None:
 
 def _train(point, out: Path):
     """Train the point into ``out``; returns (loss table, last layers table, failure message or None)."""
-    from simulate.stack import resolve_device
+    from simulate.engine import resolve_device
     from simulate.training import Trainer, load_corpus
     from simulate.training.loop import LossNotFinite
 

@@ -21,8 +21,8 @@ import math
 import sys
 from pathlib import Path
 
-from simulate.stack import resolve_device
-from simulate.memory import check_fits
+from simulate.engine import resolve_device
+from simulate.runtime.machine import check_fits
 from simulate.training.budget import estimate_bytes
 from simulate.training.checkpoint import checkpoint_step
 from simulate.training.data import DataError, load_corpus

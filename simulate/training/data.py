@@ -52,14 +52,14 @@ from pathlib import Path, PurePosixPath
 
 import torch
 
-from simulate.noise import key_seed
+from simulate.engine import key_seed
 
 __all__ = ["CORPORA", "HELD_OUT_FRACTION", "STREAMS", "DataError", "Corpus", "docs_bytes", "stdlib_files",
            "held_out_file", "load_corpus", "epochs_seen", "train_batch", "probe_batch", "step_generator"]
 
 CORPORA = ("docs", "stdlib")  # the corpora every Python installation has (module docstring)
 HELD_OUT_FRACTION = 0.1
-# Keyed random streams of a training run (the 'part' of simulate.noise.key_seed).
+# Keyed random streams of a training run (the 'part' of simulate.engine.noise.key_seed).
 STREAMS = {"train_batch": 1, "jac_probe": 2, "e2e_probe": 3}
 
 
@@ -167,7 +167,7 @@ def _tensor(raw: bytes) -> torch.Tensor:
 
 
 def load_corpus(spec: str, tokens: int) -> Corpus:
-    """``'docs'``, ``'stdlib'`` or a path; both parts must hold a window of ``tokens + 1`` bytes (else :class:`DataError`)."""
+    """``'docs'``, ``'stdlib'`` or a path; both parts hold a window of ``tokens + 1`` bytes (else :class:`DataError`)."""
     if spec == "stdlib":
         train, held_out = _stdlib_parts()
         if len(held_out) < tokens + 1:

@@ -33,27 +33,29 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from simulate.tables import table_from_stats
-from simulate.versions import source_digest
+from simulate.engine import table_from_stats
+from simulate.runtime.versions import import_closure, source_digest
 from simulate.training.checkpoint import MODEL, load_checkpoint, save_checkpoint, save_model
 from simulate.training.data import Corpus, epochs_seen, probe_batch, train_batch
 from simulate.training.model import CausalLM
 from simulate.training.probes import BATCH_METRICS, lm_loss, norms_table, probe, trace_statistics
 from simulate.training.report import RunLogs, bridge_table, growth_row
 from theory.cli import atomic_write
+from theory.constraints import Boolean, Choice, Integer, Optional, Real, check_fields
 
-__all__ = ["PRECISIONS", "TrainConfig", "LossNotFinite", "learning_rate", "make_optimizer", "code_version", "Trainer"]
+__all__ = ["PRECISIONS", "CONFIG_CONSTRAINTS", "TrainConfig", "LossNotFinite", "learning_rate", "make_optimizer",
+           "code_version", "Trainer"]
 
 PRECISIONS = ("auto", "highest", "tf32", "bf16")
-# The sources that decide what a training run computes (its model, data, loop and measurements).
-_SOURCES = ("theory/setting.py", "theory/architecture.py", "theory/meanfield/bridge.py", "simulate/metrics.py",
-            "simulate/tables.py") + tuple(f"simulate/training/{name}.py" for name in (
-                "model", "data", "loop", "probes", "report", "checkpoint"))
-
-
+# What each field of TrainConfig may hold (theory.constraints); warmup < steps is checked beside them.
+CONFIG_CONSTRAINTS = {"steps": Integer(1), "batch": Integer(1), "log_every": Integer(1), "seed": Integer(0),
+                      "warmup": Optional(Integer(0)), "probe_batch": Optional(Integer(1)),
+                      "checkpoint_every": Optional(Integer(1)), "clip": Real(0.0, note="0 = no clipping"),
+                      "moe_lns_top_k": Boolean(), "precision": Choice(*PRECISIONS)}
 def code_version() -> str:
-    """:func:`simulate.versions.source_digest` of the sources that decide what a training run computes."""
-    return source_digest(_SOURCES)
+    """:func:`simulate.runtime.versions.source_digest` of the sources that decide what a training run computes:
+    this module and everything it imports (:func:`simulate.runtime.versions.import_closure`)."""
+    return source_digest(import_closure([__name__]))
 
 
 @dataclass(frozen=True)
@@ -73,23 +75,9 @@ class TrainConfig:
     precision: str = "auto"  # auto: bf16 autocast (and TF32) on CUDA, full float32 on the CPU
 
     def __post_init__(self) -> None:
-        for name, low in (("steps", 1), ("batch", 1), ("log_every", 1), ("seed", 0)):
-            self._check_int(name, low)
-        for name in ("warmup", "probe_batch", "checkpoint_every"):
-            if getattr(self, name) is not None:
-                self._check_int(name, 0 if name == "warmup" else 1)
-        if self.warmup is not None and self.warmup >= self.steps:
-            raise ValueError(f"warmup={self.warmup} is not allowed: an integer in 0..steps-1 (steps={self.steps})")
-        if isinstance(self.clip, bool) or not isinstance(self.clip, (int, float)) or not self.clip >= 0 \
-                or not math.isfinite(self.clip):
-            raise ValueError(f"clip={self.clip!r} is not allowed: a real number >= 0 (0 = no clipping)")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision={self.precision!r} is not allowed: one of {', '.join(PRECISIONS)}")
-
-    def _check_int(self, name: str, low: int) -> None:
-        value = getattr(self, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name}={value!r} is not allowed: an integer >= {low}")
+        check_fields(self.__dict__, CONFIG_CONSTRAINTS)
+        if self.warmup is not None:  # a rule between two fields: warmup < steps
+            Integer(0, self.steps - 1).check("warmup", self.warmup)
 
     @property
     def resolved_warmup(self) -> int:

@@ -5,7 +5,7 @@ norm and an output head (init N(0, init_std^2), untied). Every block is wired by
 :func:`theory.architecture.placement` and its weights drawn with
 :func:`theory.architecture.weight_std` for each role of :data:`theory.architecture.ROLES`;
 nothing here re-encodes a scheme. The conventions are those of the simulator
-(``simulate/blocks.py``, ``simulate/stack.py``) so that at step 0 the two agree in law:
+(``simulate/engine/blocks.py``, ``simulate/engine/stack.py``) so that at step 0 the two agree in law:
 weights ``W`` (``d_in x d_out``) applied as ``x W``; SwiGLU ``(silu(h W_up) * h W_gate) W_down``;
 RoPE 'rotate half' with base 10^4; GQA heads in consecutive groups; MoE gates a softmax
 over the top-k router logits (or 1/k), every expert dense; one Bernoulli(rho) feature mask
@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from simulate.engine import ACTIVATIONS
 from theory import architecture
 
 __all__ = ["VOCAB", "NORM_EPS", "BRANCH_METRIC", "Norm", "Attention", "MLP", "MoE", "Residual", "Block",
@@ -40,7 +41,6 @@ VOCAB = 256  # bytes
 NORM_EPS = 1e-6
 # The per-layer metric of each sublayer kind's branch (as the simulator names it).
 BRANCH_METRIC = {"attention": "var_attn", "mlp": "var_mlp", "linear": "var_mlp", "moe": "var_mlp"}
-_ACTS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 
 
 def _weight(d_in: int, d_out: int, std: float, generator: torch.Generator) -> nn.Parameter:
@@ -63,7 +63,7 @@ class Norm(nn.Module):
 
 
 def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """LLaMA 'rotate half' on (B, heads, T, hd): [x1 cos - x2 sin, x2 cos + x1 sin] (simulate.blocks.rope)."""
+    """LLaMA 'rotate half' on (B, heads, T, hd): [x1 cos - x2 sin, x2 cos + x1 sin] (simulate.engine.blocks.rope)."""
     half = x.shape[-1] // 2
     first, second = x[..., :half], x[..., half:]  # (B, heads, T, hd/2) each
     return torch.cat([first * cos - second * sin, second * cos + first * sin], -1)
@@ -116,14 +116,14 @@ class MLP(nn.Module):
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         if self.activation == "swiglu":
             return F.linear(F.silu(F.linear(h, self.up)) * F.linear(h, self.gate), self.down)
-        return F.linear(_ACTS[self.activation](F.linear(h, self.up)), self.down)
+        return F.linear(ACTIVATIONS[self.activation](F.linear(h, self.up)), self.down)
 
 
 class MoE(nn.Module):
     """Top-k mixture of MLP experts (+ optional shared expert); every expert runs on every token.
 
     ``sum_e g_e(h) expert_e(h)`` with ``g`` the softmax of the router logits over the top k
-    (0 elsewhere) or ``1/k`` (``uniform_gates``), as :func:`simulate.blocks.moe`.
+    (0 elsewhere) or ``1/k`` (``uniform_gates``), as :func:`simulate.engine.blocks.moe`.
     """
 
     def __init__(self, setting, layer: int, generator: torch.Generator):
@@ -152,7 +152,7 @@ class MoE(nn.Module):
         if self.gate is not None:
             hidden = F.silu(up) * torch.einsum("btd,edf->btef", h, self.gate)  # (B, T, E, d_ff)
         else:
-            hidden = _ACTS[self.activation](up)
+            hidden = ACTIVATIONS[self.activation](up)
         weighted = hidden * self.gates(h).unsqueeze(-1)  # (B, T, E, d_ff)
         out = torch.einsum("btef,efd->btd", weighted, self.down)  # (B, T, d)
         return out + self.shared(h) if self.shared is not None else out

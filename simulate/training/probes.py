@@ -1,8 +1,8 @@
 """Per-layer statistics of a model in training: the simulator's metrics, JVP probes, norms, aligned strengths.
 
 On a batch of sequences (the fixed held-out probe batch, or the training batch where
-cheap), with the definitions of :mod:`simulate.metrics` (one number per sequence; mean,
-sem and CI over the sequences by :func:`simulate.tables.table_from_stats`). Layer 0 is
+cheap), with the definitions of :mod:`simulate.engine.metrics` (one number per sequence; mean,
+sem and CI over the sequences by :func:`simulate.engine.tables.table_from_stats`). Layer 0 is
 the stream entering block 1 (the embedding output), layer ``l`` the raw stream after
 block ``l``, never after the final norm.
 
@@ -43,8 +43,8 @@ import torch.nn.functional as F
 from torch.func import jvp, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from simulate.metrics import angular, kurtosis, moments, norm_ratio, rms_per_element, stream_var, token_cos
-from simulate.tables import table_from_stats
+from simulate.engine import (angular, kurtosis, moments, norm_ratio, rms_per_element, stream_var, table_from_stats,
+                             token_cos)
 from simulate.training.data import step_generator
 from simulate.training.model import CausalLM, ModelOutput, block_groups
 from theory.meanfield.bridge import aligned_pseudo_values

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simulate.tables import COLUMNS
+from simulate.engine import COLUMNS
 from simulate.training.probes import StreamMoments
 from theory.cli import atomic_write
 from theory.meanfield.bridge import aligned_strengths, bridge_profile, var_growth

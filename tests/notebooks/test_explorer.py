@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from simulate.metrics import metrics_of_block
+from simulate.engine.metrics import metrics_of_block
 from theory.setting import BLOCKS
 
 TINY = dict(depth=3, width=16, tokens=4, samples=2)

@@ -94,7 +94,7 @@ def test_plotted_lines_are_the_tables_they_came_from(name, built):
 
 def test_angular_heatmap_neighbours_are_the_simulators_angular_metric(built):
     """The replayed stacks' d(x_l, x_{l+1}) equals the simulator's own ``angular`` of block l+1 (same seed)."""
-    from paper_figs.style import llama_like, mc_sizes
+    from paper_figs.measure import llama_like, mc_sizes
     from simulate import simulate
 
     _, fig = built("angular_heatmap")
@@ -112,7 +112,7 @@ def test_angular_heatmap_neighbours_are_the_simulators_angular_metric(built):
 
 def test_block_jacobian_heatmaps_show_j_minus_identity(built):
     import simulate
-    from paper_figs.style import llama_like, mc_sizes
+    from paper_figs.measure import llama_like, mc_sizes
 
     _, fig = built("block_jacobians")
     size = mc_sizes(True)

@@ -95,7 +95,7 @@ def _notebook_figures():
     """The profile figures of notebooks 01 and 05, at a tiny size, as those notebooks lay them out."""
     from paper_figs.profiles import Panel
     from paper_figs.regimes import regime_cases
-    from paper_figs.style import llama_like
+    from paper_figs.measure import llama_like
 
     def llama(scheme, **kw):
         return llama_like(16, scheme=scheme, depth=8, tokens=4, heads=4, **kw)

@@ -47,7 +47,8 @@ def test_naive_rejects_what_it_does_not_model():
 
 
 def test_bench_quick_writes_the_table(tmp_path, capsys):
-    from simulate.bench import CHECK_COLUMNS, COLUMNS, main
+    from simulate.bench.cli import main
+    from simulate.bench.timing import CHECK_COLUMNS, COLUMNS
 
     code = main(["--quick", "--ablate", "--device", "cpu", "--out", str(tmp_path)])
     printed = capsys.readouterr()
@@ -69,10 +70,10 @@ def test_bench_quick_writes_the_table(tmp_path, capsys):
 @pytest.mark.parametrize("argv, needle", [
     (["--bogus"], "unrecognized arguments"),
     (["--device", "tpu"], "invalid choice"),
-    (["--threads", "0"], "threads=0"),
+    (["--threads", "0"], "--threads: '0' is not allowed"),
 ])
 def test_bench_bad_input_is_one_line_exit_2(argv, needle, tmp_path, capsys):
-    from simulate.bench import main
+    from simulate.bench.cli import main
 
     with pytest.raises(SystemExit) as stop:
         main([*argv, "--out", str(tmp_path / "out")])
@@ -83,7 +84,7 @@ def test_bench_bad_input_is_one_line_exit_2(argv, needle, tmp_path, capsys):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA message")
 def test_bench_cuda_without_cuda_fails_cleanly(tmp_path, capsys):
-    from simulate.bench import main
+    from simulate.bench.cli import main
 
     with pytest.raises(SystemExit) as stop:
         main(["--device", "cuda", "--out", str(tmp_path / "out")])
@@ -92,7 +93,7 @@ def test_bench_cuda_without_cuda_fails_cleanly(tmp_path, capsys):
 
 
 def test_bench_out_must_be_a_directory(tmp_path, capsys):
-    from simulate.bench import main
+    from simulate.bench.cli import main
 
     target = tmp_path / "file"
     target.write_text("keep")
@@ -102,7 +103,7 @@ def test_bench_out_must_be_a_directory(tmp_path, capsys):
 
 
 def test_compare_gives_z_of_the_last_layer():
-    from simulate.bench import compare
+    from simulate.bench.timing import compare
 
     row = dict(metric="var", sem=0.1, ci_low=0.0, ci_high=0.0, n=8)
     ours = pd.DataFrame([dict(row, layer=0, mean=1.0), dict(row, layer=2, mean=1.5)])
@@ -114,7 +115,8 @@ def test_compare_gives_z_of_the_last_layer():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_bench_quick_on_gpu(tmp_path):
-    from simulate.bench import COLUMNS, main
+    from simulate.bench.cli import main
+    from simulate.bench.timing import COLUMNS
 
     assert main(["--quick", "--device", "cuda", "--out", str(tmp_path)]) == 0
     bench = pd.read_csv(tmp_path / "bench.csv")

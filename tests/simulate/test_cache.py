@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from simulate.cache import FORMAT_VERSION, CorruptRun, cached_simulate, code_version, engine_sources, load_run, save_run
-from simulate.tables import COLUMNS
-from simulate.versions import PACKAGES
+from simulate.engine.tables import COLUMNS
+from simulate.runtime.versions import PACKAGES
 from theory import Setting
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,7 +210,7 @@ def test_the_engine_sources_hold_every_file_a_run_executes():
     executed = _executed_sources(lambda: [simulate(s, samples=2, metrics="all", weights=w, dtype=d)
                                           for s in settings for w, d in (("dense", "float32"),
                                                                          ("implicit", "float64"))])
-    assert {"simulate/stack.py", "simulate/blocks.py", "theory/setting.py"} <= executed
+    assert {"simulate/engine/stack.py", "simulate/engine/blocks.py", "theory/setting.py"} <= executed
     missing = executed - set(engine_sources())
     assert not missing, f"a run executes {sorted(missing)}, which the cache key leaves out"
 
@@ -218,7 +218,7 @@ def test_the_engine_sources_hold_every_file_a_run_executes():
 def test_editing_any_engine_source_changes_the_key_and_a_report_does_not(tmp_path):
     root = _copy_sources(tmp_path / "repo")
     sources = engine_sources(root)
-    assert sources == engine_sources() and "simulate/stack.py" in sources
+    assert sources == engine_sources() and "simulate/engine/stack.py" in sources
     before = code_version(root)
     assert before == code_version()
     for name in sources + ["simulate/verify.py", "paper_figs/profiles.py"]:
@@ -234,7 +234,7 @@ def test_a_module_the_engine_starts_to_import_is_in_the_key(tmp_path):
     root = _copy_sources(tmp_path / "repo")
     (root / "simulate" / "new_part.py").write_text("SCALE = 1.0\n")
     assert "simulate/new_part.py" not in engine_sources(root)
-    blocks = root / "simulate" / "blocks.py"
+    blocks = root / "simulate" / "engine" / "blocks.py"
     blocks.write_text(blocks.read_text() + "\n\ndef _scale():\n    from simulate.new_part import SCALE\n\n"
                       "    return SCALE\n")
     assert "simulate/new_part.py" in engine_sources(root)

@@ -10,8 +10,8 @@ import math
 import pytest
 import torch
 
-from simulate import implicit
-from simulate.implicit import (
+from simulate.engine import implicit
+from simulate.engine.implicit import (
     DEFAULT_COSTS,
     choose_method,
     factor_rows,

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from simulate.cache import load_run
-from simulate.interrupts import Interrupted, deferred_signals, handle_signals
-from simulate.stack import SimulationInterrupted, simulate
+from simulate.runtime.interrupts import Interrupted, deferred_signals, handle_signals
+from simulate.engine.stack import SimulationInterrupted, simulate
 from theory import Setting
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from simulate.memory import (LIMIT_ENV, available_bytes, check_fits, check_run_fits, estimate_run_bytes, flag_hint,
-                             format_bytes, memory_limit, run_memory)
+from simulate.engine.memory_model import check_run_fits, estimate_run_bytes, flag_hint, run_memory
+from simulate.runtime.machine import LIMIT_ENV, available_bytes, check_fits, format_bytes, memory_limit
 from theory import Setting
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # mark reset just before (/proc/self/clear_refs "5"), after a warm-up run.
 _PROBE = """
 import json, sys
-from simulate.process import configure_process
+from simulate.runtime.process import configure_process
 configure_process()
 from theory import Setting
-from simulate.stack import simulate
+from simulate.engine.stack import simulate
 
 def status(key):
     for line in open("/proc/self/status"):
@@ -68,7 +68,7 @@ def _measure(spec: dict) -> int:
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc (VmHWM, clear_refs)")
 def test_estimate_within_a_factor_1p5_of_the_measured_peak():
-    # The kept heap varies from run to run of one setting (memory.ALLOCATOR_SLACK: 1.33-2.51
+    # The kept heap varies from run to run of one setting (memory_model.ALLOCATOR_SLACK: 1.33-2.51
     # times the live bytes over 24 runs), so each setting's peak is the median of REPEATS runs.
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = list(pool.map(_measure, [spec for spec in MEASURED.values() for _ in range(REPEATS)]))
@@ -91,7 +91,7 @@ def test_estimate_within_a_factor_1p5_of_the_measured_peak():
 def test_cuda_estimate_within_a_factor_1p5_of_max_memory_allocated():
     import torch
 
-    from simulate.stack import simulate
+    from simulate.engine.stack import simulate
 
     setting = Setting.preset("llama", width=1024, heads=8, tokens=512, depth=8)
     torch.cuda.reset_peak_memory_stats()

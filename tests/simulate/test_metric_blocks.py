@@ -2,7 +2,7 @@
 
 A metric of a sublayer a block does not have (``var_attn`` of an ``mlp`` block) used to
 come back as an empty, object-typed table, which crashed the explorer's plot; now
-:func:`simulate.metrics.parse_metrics` refuses it, in the API and the CLI (exit 2).
+:func:`simulate.engine.metrics.parse_metrics` refuses it, in the API and the CLI (exit 2).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from simulate import simulate
-from simulate.blocks import SUBLAYERS as RUNNER_SUBLAYERS
-from simulate.metrics import METRICS, metrics_of_block, parse_metrics
+from simulate.engine.blocks import SUBLAYERS as RUNNER_SUBLAYERS
+from simulate.engine.metrics import METRICS, metrics_of_block, parse_metrics
 from theory.setting import BLOCKS, Setting
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from simulate import simulate
-from simulate.weights import PART, WeightSampler, expert_part
+from simulate.engine.weights import PART, WeightSampler, expert_part
 from theory.setting import Setting
 
 REFERENCE_METRICS = ("var", "var_attn", "var_mlp", "angular", "jac_dev", "e2e_gain", "kurtosis", "token_cos",

@@ -12,9 +12,9 @@ import torch
 
 import simulate as sim
 from simulate import NumericalBlowUp, block_jacobian, cached_simulate, simulate
-from simulate.metrics import StatsBuffer, parse_metrics
-from simulate.stack import block_context, block_step, initial_stream, run_stack
-from simulate.weights import WeightSampler
+from simulate.engine.metrics import StatsBuffer, parse_metrics
+from simulate.engine.stack import block_context, block_step, initial_stream, run_stack
+from simulate.engine.weights import WeightSampler
 from theory.setting import Setting
 
 

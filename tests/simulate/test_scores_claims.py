@@ -96,9 +96,9 @@ def test_trained_rows_cover_every_claim_at_step_0_and_trained(tiny_claim_runs):
     assert one_seed["verdict"].eq("inconclusive").all(), "one seed gives no interval"
     summary = trained_summary(rows)
     assert len(summary) == len(rows) // 2 and summary["trained"].ne("").all()
-    from simulate.verify import _markdown_table
+    from theory.cli import markdown_table
 
-    assert "## Trained claims" in trained_markdown(rows, _markdown_table)
+    assert "## Trained claims" in trained_markdown(rows, markdown_table)
 
 
 def test_verify_judges_p1_lemma_by_its_growth_rows():

@@ -16,11 +16,11 @@ import pandas as pd
 import pytest
 import torch
 
-from simulate import stack
+from simulate.engine import stack
 from simulate import simulate
-from simulate.metrics import StatsBuffer
-from simulate.noise import NoiseSource
-from simulate.weights import WeightSampler
+from simulate.engine.metrics import StatsBuffer
+from simulate.engine.noise import NoiseSource
+from simulate.engine.weights import WeightSampler
 from theory.setting import Setting
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,10 +147,10 @@ def test_correlated_tokens_keep_the_dense_law(monkeypatch):
     """P1's input std 0.02 with nearly collinear tokens (float32 Grams singular): implicit = dense in law.
 
     Every (layer, metric) of the implicit run within 4 combined sem of a dense run (own
-    seeds, 256 samples), and the float64 refactor path (simulate.implicit.refactor_rows)
+    seeds, 256 samples), and the float64 refactor path (simulate.engine.implicit.refactor_rows)
     did run, so the check covers it.
     """
-    from simulate import implicit
+    from simulate.engine import implicit
 
     refactored = []
     original = implicit.refactor_rows
@@ -170,7 +170,7 @@ def test_correlated_tokens_keep_the_dense_law(monkeypatch):
 
 
 def test_scaling_table(tmp_path):
-    from simulate.bench import main
+    from simulate.bench.cli import main
     from simulate.scaling import SCALING_COLUMNS
 
     assert main(["--quick", "--no-ablate", "--scaling", "--device", "cpu", "--out", str(tmp_path)]) == 0

@@ -11,13 +11,11 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from simulate.study import load_study, parse_study, read_study, run_studies, write_reports
 from simulate.study.claims import CLAIMS
 from simulate.study.cli import main as study_main
-from simulate.study.spec import StudyError
 from simulate.sweep import read_summary
 
 SPEC = """

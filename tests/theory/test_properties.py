@@ -4,7 +4,9 @@ Drawn over every field of :class:`theory.Setting`:
 
 - a valid Setting predicts finite curves, or its curves leave float64 from some layer on
   and stay out (inf/nan to the end), which is what ``python -m theory predict`` reports;
-- an invalid value of any one field raises a :class:`theory.SettingError` naming that field;
+- an invalid value of any one field, generated from the field's declared constraint
+  (``theory.setting.FIELD_CONSTRAINTS``, tests/conftest.py ``invalid_strategy``), raises a
+  :class:`theory.SettingError` naming that field;
 - every Setting survives ``to_dict``/``from_dict`` (through JSON too) and the command-line
   flags: Setting -> its flags -> ``setting_from_args(parser.parse_args(flags))`` is the Setting.
 
@@ -31,7 +33,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from theory import Setting, SettingError, predict  # noqa: E402
 from theory.cli import CliParser  # noqa: E402
-from theory.setting import ACTIVATIONS, BLOCKS, NORMS, PRESETS, SCHEMES, add_setting_arguments, setting_from_args  # noqa: E402
+from theory.setting import (ACTIVATIONS, BLOCKS, FIELD_CONSTRAINTS, NORMS, PRESETS, SCHEMES,  # noqa: E402
+                            add_setting_arguments, setting_from_args)
 
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
@@ -82,37 +85,8 @@ def valid_settings(draw, *, max_depth: int = 300, max_tokens: int = 24) -> Setti
     return Setting(**values)
 
 
-def _bad_values(name: str) -> st.SearchStrategy:
-    """Values that are invalid for field ``name`` whatever the other fields are."""
-    not_finite = st.sampled_from([math.nan, math.inf, -math.inf])
-    negative = st.floats(max_value=-1e-300, allow_infinity=False)  # below 0 (never -0.0)
-    above_one = st.floats(min_value=1.0, exclude_min=True, allow_infinity=False)
-    if name in ("scheme", "block", "norm", "activation", "preset"):
-        allowed = {"scheme": SCHEMES, "block": BLOCKS, "norm": NORMS, "activation": ACTIVATIONS,
-                   "preset": tuple(PRESETS)}[name]
-        return st.text(max_size=12).filter(lambda text: text not in allowed) | st.sampled_from([3, 1.5])
-    if name in ("depth", "width", "heads", "tokens", "experts", "top_k", "ffn_width", "kv_heads"):
-        return st.integers(max_value=0) | st.floats(allow_nan=True) | st.sampled_from(["1", True, [1]])
-    if name in ("causal", "rope", "shared_expert", "uniform_gates"):
-        return st.sampled_from([0, 1, "true", None, 1.0])
-    if name in ("init_std", "input_std", "layerscale_init", "lr"):  # (0, inf)
-        return negative | st.just(0.0) | not_finite | st.sampled_from(["0.1", True])
-    if name == "weight_decay":  # [0, 1/lr]
-        return negative | not_finite | st.sampled_from(["0.1", True])
-    if name == "input_cos":  # [0, 1)
-        return negative | st.just(1.0) | above_one | not_finite
-    if name == "mask_density":  # (0, 1]
-        return negative | st.just(0.0) | above_one | not_finite
-    if name == "mix_fraction":  # [0, 1]
-        return negative | above_one | not_finite
-    if name in ("alignment", "grad_noise_std"):  # [0, inf)
-        return negative | not_finite | st.sampled_from(["1", True])
-    raise AssertionError(f"no invalid values known for Setting field {name!r}: add them here")
-
-
-def test_every_field_has_invalid_values():
-    for name in FIELDS:
-        _bad_values(name)
+def test_every_field_is_declared_with_a_constraint():
+    assert set(FIELD_CONSTRAINTS) == set(FIELDS)
 
 
 @given(setting=valid_settings(max_depth=120, max_tokens=12))
@@ -131,9 +105,10 @@ def test_valid_settings_predict_finite_curves_or_leave_float64_for_good(setting)
 
 
 @given(base=valid_settings(max_depth=8, max_tokens=4), name=st.sampled_from(FIELDS), data=st.data())
-@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-def test_an_invalid_value_of_any_field_names_that_field(base, name, data):
-    value = data.draw(_bad_values(name), label=name)
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                 HealthCheck.function_scoped_fixture])
+def test_an_invalid_value_of_any_field_names_that_field(base, name, data, invalid_values):
+    value = data.draw(invalid_values(FIELD_CONSTRAINTS[name]), label=name)
     with pytest.raises(SettingError) as caught:
         Setting(**{**base.to_dict(), name: value})
     assert caught.value.field == name, f"{name}={value!r} reported as {caught.value.field!r}: {caught.value}"

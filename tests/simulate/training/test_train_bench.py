@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from simulate.bench import main as bench_main
+from simulate.bench.cli import main as bench_main
 from simulate.training.speed import BENCH_COLUMNS
 
 

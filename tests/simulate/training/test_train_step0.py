@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from simulate import simulate
-from simulate.metrics import angular, stream_var
+from simulate.engine.metrics import angular, stream_var
 from simulate.training.model import CausalLM
 from theory import Setting
 

@@ -28,7 +28,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from simulate.weights import PART, WeightSampler, expert_part
+from simulate.engine.weights import PART, WeightSampler, expert_part
 from theory import architecture
 
 __all__ = ["Ctx", "linear", "linears", "norm", "rms_direction", "activation", "rope", "attention", "mlp", "moe",
@@ -92,7 +92,8 @@ def rms_direction(x: torch.Tensor) -> torch.Tensor:
     return norm(x, "rmsnorm")
 
 
-_ACTS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+# The MLP activations by Setting name (SwiGLU's silu gate is "silu"); the trainer and the naive reference use it too.
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 
 
 def _act_derivative(z: torch.Tensor, kind: str) -> torch.Tensor:
@@ -108,7 +109,7 @@ def _act_derivative(z: torch.Tensor, kind: str) -> torch.Tensor:
 
 def activation(z: torch.Tensor, kind: str) -> torch.Tensor:
     """Element-wise act on the primal, act'(primal) * tangent on the tangents."""
-    out = _ACTS[kind](z[0]).unsqueeze(0)  # (1, S, T, n)
+    out = ACTIVATIONS[kind](z[0]).unsqueeze(0)  # (1, S, T, n)
     if z.shape[0] == 1:
         return out
     return torch.cat([out, _act_derivative(z[0], kind) * z[1:]], 0)  # (C, S, T, n)

@@ -2,10 +2,10 @@
 
 Only the current stream (with its tangent channels) lives across layers; each layer's
 statistics go straight into a small preallocated float64 device tensor
-(:class:`simulate.metrics.StatsBuffer`), so memory does not grow with depth. Weights are
-drawn on the fly (:mod:`simulate.weights`); on the CPU the next blocks' random numbers are
+(:class:`simulate.engine.metrics.StatsBuffer`), so memory does not grow with depth. Weights are
+drawn on the fly (:mod:`simulate.engine.weights`); on the CPU the next blocks' random numbers are
 drawn on a background thread while the current block computes (``prefetch``,
-:mod:`simulate.noise`). On CUDA the depth loop never waits for the device except every
+:mod:`simulate.engine.noise`). On CUDA the depth loop never waits for the device except every
 ``CHECK_EVERY`` layers, where one sync reads whether a (sync-free) Cholesky factorisation
 failed (then the run is redone with QR factors, exact for any rows) and whether the
 stream stayed finite. ``matmul_precision`` picks fp32, TF32 or bf16 weight products.
@@ -25,16 +25,17 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
-from simulate.blocks import SUBLAYERS, Ctx, norm, rms_direction
-from simulate.metrics import (Moments, StatsBuffer, angular, kurtosis, moments, norm_ratio, parse_metrics,
+from simulate.engine.blocks import SUBLAYERS, Ctx, norm, rms_direction
+from simulate.engine.metrics import (Moments, StatsBuffer, angular, kurtosis, moments, norm_ratio, parse_metrics,
                               rms_per_element, stream_var, token_cos)
-from simulate.tables import table_from_stats
-from simulate.weights import PART, WeightSampler
+from simulate.engine.tables import table_from_stats
+from simulate.engine.weights import PART, WeightSampler
 from theory import architecture
+from theory.constraints import Integer, check_fields
 
 __all__ = ["simulate", "NumericalBlowUp", "SimulationInterrupted", "run_stack", "resolve_device", "resolve_dtype", "make_input",
            "CHECK_EVERY", "PREFETCH_MIN", "PRECISIONS", "check_precision",
-           "matmul_precision_context"]
+           "matmul_precision_context", "stream_states"]
 
 CHECK_EVERY = 32  # layers between finiteness checks (one host sync each)
 PREFETCH_MIN = 1 << 16  # samples*tokens*width from which prefetch is on by default (CPU)
@@ -52,7 +53,7 @@ class NumericalBlowUp(RuntimeError):
 
 
 class SimulationInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM through :mod:`simulate.interrupts`) during :func:`simulate`.
+    """Ctrl-C (or SIGTERM through :mod:`simulate.runtime.interrupts`) during :func:`simulate`.
 
     ``table`` holds the complete layers 0..``layer`` (finite ones only; empty when the
     stop came before layer 0 was measured), ``signum`` the signal (SIGINT for Ctrl-C).
@@ -284,12 +285,12 @@ def simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), devi
     dtype : {'float32', 'float64'}
         Precision of the stream; statistics are always float64.
     weights : {'dense', 'implicit', 'auto'}
-        How Gaussian weights are applied (:class:`simulate.weights.WeightSampler`).
+        How Gaussian weights are applied (:class:`simulate.engine.weights.WeightSampler`).
     progress : bool
         A tqdm bar over depth on stderr (:func:`theory.cli.progress_enabled` decides for a CLI).
     prefetch : bool, optional
         Draw the next blocks' random numbers on a background thread while the current
-        block computes (:mod:`simulate.noise`); same numbers either way. Default (None):
+        block computes (:mod:`simulate.engine.noise`); same numbers either way. Default (None):
         on for the CPU when samples*tokens*width >= ``PREFETCH_MIN`` (below, the thread
         hand-off costs more than the draws), off for CUDA (draws are asynchronous kernels).
     matmul_precision : {'highest', 'tf32', 'bf16'}
@@ -315,10 +316,7 @@ def simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), devi
         On Ctrl-C (a KeyboardInterrupt), with the table of the layers completed before it.
     """
     names = parse_metrics(metrics, setting.block)  # a metric the block lacks: ValueError
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise ValueError(f"samples={samples!r} is not allowed: an integer >= 1")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed={seed!r} is not allowed: an integer >= 0")
+    check_fields({"samples": samples, "seed": seed}, {"samples": Integer(1), "seed": Integer(0)})
     torch_device, torch_dtype = resolve_device(device), resolve_dtype(dtype)
     check_precision(matmul_precision, torch_device, torch_dtype)
     if prefetch is None:  # the thread hand-off has a fixed cost per draw: only for large draws
@@ -349,3 +347,22 @@ def simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",), devi
     if bad is not None:
         raise NumericalBlowUp(bad, table)
     return table
+
+
+def stream_states(setting, *, samples: int, seed: int = 0) -> torch.Tensor:
+    """Every layer's stream of ``samples`` random stacks, (L+1, S, T, d) on the CPU: for figures only.
+
+    The same weights, input and block step as :func:`simulate` with this seed (dense or implicit
+    weights as ``auto`` picks, no Jacobian channels), but every primal stream kept, so memory grows
+    with depth (the angular-distance heatmaps of ``paper_figs.angular``).
+    """
+    sampler = WeightSampler(seed, samples, torch.device("cpu"), torch.float32, "auto")
+    states = []
+    with torch.inference_mode():
+        stream = initial_stream(setting, sampler, False, False)  # (1, S, T, d)
+        states.append(stream[0].clone())
+        for layer in range(1, setting.depth + 1):
+            ctx = block_context(setting, sampler, layer)
+            stream, _ = block_step(stream, ctx, None, None, block_mask(setting, sampler, layer))
+            states.append(stream[0].clone())
+    return torch.stack(states)  # (L+1, S, T, d)

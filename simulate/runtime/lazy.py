@@ -1,7 +1,7 @@
 """Names of a package loaded on first use (PEP 562), so importing it imports nothing heavy.
 
->>> getattr_, dir_ = lazy_exports("simulate", {"METRICS": "simulate.metrics"}, {})
->>> getattr_("METRICS")[0]  # simulate.metrics loaded now
+>>> getattr_, dir_ = lazy_exports("simulate", {"METRICS": "simulate.engine.metrics"}, {})
+>>> getattr_("METRICS")[0]  # simulate.engine.metrics loaded now
 'var'
 >>> "METRICS" in dir_()
 True

@@ -1,13 +1,13 @@
-"""Memory before work: what a command will need at its peak, what the device has, and a refusal.
+"""The engine's memory model: what one simulator run needs at its peak, estimated before any work.
 
 :func:`estimate_run_bytes` models the peak memory of one :func:`simulate.simulate` call from
-the Setting and the Monte-Carlo options, stage by stage as :mod:`simulate.stack` and
-:mod:`simulate.blocks` run a block (derived here from the code, no measurement inside):
+the Setting and the Monte-Carlo options, stage by stage as :mod:`simulate.engine.stack` and
+:mod:`simulate.engine.blocks` run a block (derived here from the code, no measurement inside):
 
 - always alive: the dual stream (C, S, T, d) (C = 1 + one channel per Jacobian probe),
   the float64 copy kept by the previous layer's moments (angular), the statistics buffer
   (L+1, M+1, S) float64, and on the CPU with prefetch the random numbers drawn ahead for
-  the rest of this block and the next one (:mod:`simulate.noise`);
+  the rest of this block and the next one (:mod:`simulate.engine.noise`);
 - at the worst moment of a block, the largest of: the input norm, each sublayer's
   intermediates (q/k/v and their rotations, the (S, H, T, T) attention weights and their
   tangents when they are materialised, the two (S, T, d_ff) SwiGLU products, the Gram
@@ -20,10 +20,8 @@ fragmentation), or by :data:`MMAP_SLACK` on the CPU when the tensors are large e
 malloc to map and unmap them one by one. ``tests/simulate/test_memory.py`` checks the estimate against measured
 peak resident sets (within a factor 1.5); the closing note of issue 12 lists them.
 
-:func:`available_bytes` reads what the device has (host: ``MemAvailable`` and the cgroup
-limit; CUDA: free device memory), :func:`check_fits` refuses in one line (exit 2) before
-any work. ``$DEPTH_WORKBENCH_MEMORY_LIMIT`` (bytes, or with a unit: ``512M``, ``8G``)
-replaces the measured limit; ``off`` switches the check off.
+:func:`check_run_fits` compares it with what the machine has (:mod:`simulate.runtime.machine`)
+and refuses in one line, naming the flags whose halving helps most (:func:`flag_hint`).
 
 >>> from theory.setting import Setting
 >>> memory = run_memory(Setting(block="linear", depth=4, width=64, tokens=8), samples=4)
@@ -31,37 +29,31 @@ replaces the measured limit; ``off`` switches the check off.
 True
 >>> estimate_run_bytes(Setting(width=4096, tokens=4096), samples=64) > 100e9  # issue 12's run killed by the kernel
 True
->>> format_bytes(51_200_000_000)
-'51.2 GB'
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 
+from simulate.runtime.machine import check_fits, format_bytes, memory_limit
 from theory import architecture
-from theory.cli import fail
 
-__all__ = ["ALLOCATOR_SLACK", "MMAP_THRESHOLD", "MMAP_SLACK", "TABLE_ROW_BYTES", "LIMIT_ENV", "RunMemory", "run_memory", "estimate_run_bytes",
-           "naive_bytes", "table_bytes", "available_bytes", "memory_limit", "format_bytes", "flag_hint", "check_fits",
-           "check_run_fits"]
+__all__ = ["ALLOCATOR_SLACK", "MMAP_THRESHOLD", "MMAP_SLACK", "TABLE_ROW_BYTES", "RunMemory", "run_memory",
+           "estimate_run_bytes", "naive_bytes", "table_bytes", "flag_hint", "check_run_fits"]
 
-# Resident over live bytes: freed blocks that malloc keeps (simulate.process asks it to keep
+# Resident over live bytes: freed blocks that malloc keeps (simulate.runtime.process asks it to keep
 # them below 256 MiB), per-thread arenas (prefetch), fragmentation. The kept heap depends on
 # how the allocations interleave, which changes from one run of the same setting to the next:
 # 24 runs of the three settings of tests/simulate/test_memory.py measured 1.33-2.51 (medians
 # 1.6-1.8). 1.8 is the geometric middle of that range, so every one of them lies within a
 # factor 1.5 of the estimate.
 ALLOCATOR_SLACK = 1.8
-# Blocks from 256 MiB on are mmapped by malloc (simulate.process) and given back when freed:
+# Blocks from 256 MiB on are mmapped by malloc (simulate.runtime.process) and given back when freed:
 # when one channel of the stream is that large, resident is live (measured 1.05 at 2.2 GB).
 MMAP_THRESHOLD = 256 << 20
 MMAP_SLACK = 1.05
 TABLE_ROW_BYTES = 500  # host bytes per (layer, metric) row: the Python rows, the DataFrame, its CSV text (measured)
-LIMIT_ENV = "DEPTH_WORKBENCH_MEMORY_LIMIT"
-_DRAW_BYTES = 4  # random numbers are drawn in float32 (simulate.noise.DRAW_DTYPE)
+_DRAW_BYTES = 4  # random numbers are drawn in float32 (simulate.engine.noise.DRAW_DTYPE)
 
 
 @dataclass(frozen=True)
@@ -99,12 +91,12 @@ def _dims(setting, samples: int) -> _Dims:
 
 
 def _method(dims: _Dims, rows: int, d_in: int, d_out: int, device: str, mode: str, dtype) -> str:
-    """'dense' or a factored method, as :meth:`simulate.weights.WeightSampler._method` picks it."""
+    """'dense' or a factored method, as :meth:`simulate.engine.weights.WeightSampler._method` picks it."""
     if mode == "dense":
         return "dense"
     if mode == "implicit":
         return "cholesky" if rows <= d_in else "dense"
-    from simulate.implicit import choose_method
+    from simulate.engine.implicit import choose_method
 
     return choose_method(dims.S, rows, d_in, d_out, device, dtype=dtype)
 
@@ -213,7 +205,7 @@ class _Model:
 
 
 def _device_type(device) -> str:
-    """'cpu' or 'cuda' ('auto' resolved as :func:`simulate.stack.resolve_device` does)."""
+    """'cpu' or 'cuda' ('auto' resolved as :func:`simulate.engine.stack.resolve_device` does)."""
     import torch
 
     if str(device) == "auto":
@@ -242,8 +234,8 @@ def run_memory(setting, samples: int, metrics=("var",), dtype="float32", weights
 def _run_memory(setting, dims: _Dims, metrics, dtype, weights, device, prefetch, matmul_precision) -> RunMemory:
     import torch
 
-    from simulate.metrics import parse_metrics
-    from simulate.stack import PREFETCH_MIN, resolve_dtype
+    from simulate.engine.metrics import parse_metrics
+    from simulate.engine.stack import PREFETCH_MIN, resolve_dtype
 
     names = parse_metrics(metrics, setting.block)
     torch_dtype = resolve_dtype(dtype)
@@ -310,92 +302,6 @@ def naive_bytes(setting, dtype="float32") -> int:
     return int(ALLOCATOR_SLACK * (weights + activations) * b)
 
 
-def _cgroup_room() -> int | None:
-    """Bytes the cgroup (v2 or v1) still allows this process, or None without a limit."""
-    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        try:
-            limit = Path(limit_file).read_text().strip()
-            usage = int(Path(usage_file).read_text().strip())
-        except (OSError, ValueError):
-            continue
-        if limit != "max" and int(limit) < 1 << 60:
-            return max(0, int(limit) - usage)
-    return None
-
-
-def _host_available() -> int:
-    """``MemAvailable`` of /proc/meminfo (else free physical pages), capped by the cgroup's room."""
-    available = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-                break
-    except (OSError, ValueError, IndexError):
-        pass
-    if available is None:
-        try:
-            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            available = 1 << 62  # unknown: do not refuse
-    room = _cgroup_room()
-    return available if room is None else min(available, room)
-
-
-def available_bytes(device="cpu") -> int:
-    """Bytes a new allocation can get on ``device``: host RAM ('cpu') or free CUDA memory.
-
-    CUDA counts the device's free memory plus what torch's allocator holds but does not use.
-    """
-    name = str(device)
-    if name.startswith("cuda"):
-        import torch
-
-        index = torch.device(name).index
-        index = torch.cuda.current_device() if index is None else index
-        free, _ = torch.cuda.mem_get_info(index)
-        return int(free + torch.cuda.memory_reserved(index) - torch.cuda.memory_allocated(index))
-    return _host_available()
-
-
-_UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4}
-
-
-def _parse_size(text: str) -> int:
-    """'8G' -> 8e9, '512Mi' -> 512*2^20, '1000' -> 1000 (a trailing 'b' is allowed)."""
-    value = text.strip().lower().removesuffix("b")
-    number = value.rstrip("kmgti")
-    unit = value[len(number):]
-    if unit not in _UNITS:
-        raise ValueError(text)
-    return int(float(number) * _UNITS[unit])
-
-
-def memory_limit(device="cpu") -> int | None:
-    """The bytes a run may use on ``device``: ``$DEPTH_WORKBENCH_MEMORY_LIMIT`` or
-    :func:`available_bytes`; None when the variable is ``off`` (or ``0``)."""
-    text = os.environ.get(LIMIT_ENV, "").strip()
-    if text.lower() in ("off", "0", "none"):
-        return None
-    if text:
-        try:
-            return _parse_size(text)
-        except ValueError:
-            fail("depth-workbench", f"${LIMIT_ENV}={text!r} is not allowed: a size such as 8G, 512M, "
-                 "a byte count, or off")
-    return available_bytes(device)
-
-
-def format_bytes(count: float) -> str:
-    """Bytes in decimal units with three significant digits: 1.2 GB, 340 MB, 51.2 GB."""
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if count >= size:
-            return f"{count / size:.3g} {unit}"
-    return f"{int(count)} B"
-
-
 _FLAGS = {"S": "--samples", "T": "--tokens", "d": "--width", "f": "--ffn-width", "L": "--depth", "E": "--experts"}
 
 
@@ -427,22 +333,6 @@ def flag_hint(setting, samples: int, metrics=("var",), dtype="float32", weights:
                                                                 prefetch, precision).parts["prefetched draws"]:
         hint += f", or use --prefetch off ({format_bytes(peak(dims, False))})"
     return hint + (", or use --dtype float32" if str(dtype).endswith("64") else "")
-
-
-def check_fits(estimate: int, device, prog: str, flag_hint: str, *, what: str = "this run",
-               advice: str | None = None) -> None:
-    """Exit 2 with one line when ``estimate`` bytes exceed :func:`memory_limit` of ``device``.
-
-    The line names the estimate, the limit and the flag to lower (``lower {flag_hint}``, or
-    ``advice`` in its place); call it before any work, so that nothing has been written.
-    """
-    limit = memory_limit(device)
-    if limit is None or estimate <= limit:
-        return
-    where = "the GPU" if str(device).startswith("cuda") else "this machine"
-    source = f"${LIMIT_ENV}" if os.environ.get(LIMIT_ENV, "").strip() else "available"
-    fail(prog, f"{what} needs about {format_bytes(estimate)} of memory at its peak but {where} has "
-         f"{format_bytes(limit)} ({source}); {advice or 'lower ' + flag_hint}")
 
 
 def check_run_fits(setting, samples: int, prog: str, *, metrics=("var",), dtype="float32", weights="auto",

@@ -1,8 +1,8 @@
 """Per-layer metrics of the residual stream: the one place they are defined.
 
 The stream x has shape (S, T, d) (samples, tokens, width). Each metric is a number
-per sample, averaged over tokens; mean, sem and the 95% CI (mean +- 1.96 sem, :mod:`simulate.tables`) are
-over the S samples (``simulate.tables.table_from_stats``). Layer 0 is the input (the stream
+per sample, averaged over tokens; mean, sem and the 95% CI (mean +- 1.96 sem, :mod:`simulate.engine.tables`) are
+over the S samples (``simulate.engine.tables.table_from_stats``). Layer 0 is the input (the stream
 entering block 1, after the input norm under peri); layer l the stream after block l.
 
 var           x.var(dim=-1) (unbiased, over features), mean over tokens.

@@ -1,6 +1,6 @@
 """Keyed random numbers, optionally drawn ahead on a background thread.
 
-Every draw of a run is keyed by ``(layer, part)`` (:func:`simulate.weights.generator`):
+Every draw of a run is keyed by ``(layer, part)`` (:func:`simulate.engine.weights.generator`):
 its numbers depend on the run seed, the key and the shape only, never on the order in
 which draws happen or on which thread makes them. That is what lets
 :class:`NoiseSource` draw the next blocks' numbers while the current block computes.

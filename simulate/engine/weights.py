@@ -24,7 +24,7 @@ import warnings
 
 import torch
 
-from simulate.noise import DRAW_DTYPE, NoiseSource, key_generator, key_seed
+from simulate.engine.noise import DRAW_DTYPE, NoiseSource, key_generator, key_seed
 
 __all__ = ["DRAW_DTYPE", "PART", "expert_part", "key_seed", "generator", "WeightSampler", "WEIGHT_MODES"]
 
@@ -56,7 +56,7 @@ generator = key_generator  # the generator of draw (seed, layer, part) on a devi
 
 def _implicit_module():
     try:
-        return importlib.import_module("simulate.implicit")
+        return importlib.import_module("simulate.engine.implicit")
     except ImportError:
         return None
 
@@ -74,12 +74,13 @@ class WeightSampler:
         Where and in what precision numbers are drawn.
     mode : {'dense', 'implicit', 'auto'}
         'dense' draws W (S, d_in, d_out) and multiplies (bmm). 'implicit' and 'auto'
-        use ``simulate.implicit`` (X W has the law of L Z, docs/design.md#how-the-simulator-stays-fast); 'auto' lets
-        ``simulate.implicit.choose_method`` pick per product. Without that module
+        use ``simulate.engine.implicit`` (X W has the law of L Z,
+        docs/design.md#how-the-simulator-stays-fast); 'auto' lets
+        ``simulate.engine.implicit.choose_method`` pick per product. Without that module
         every product is dense (a warning says so once).
     prefetch : bool
         Draw the coming blocks' numbers on a background thread
-        (:class:`simulate.noise.NoiseSource`); the numbers do not change.
+        (:class:`simulate.engine.noise.NoiseSource`); the numbers do not change.
     matmul_dtype : torch.dtype, optional
         Run the weight products in this dtype (bfloat16 on CUDA), the rest in ``dtype``.
     sync_free : bool, optional
@@ -107,7 +108,7 @@ class WeightSampler:
         self.noise = NoiseSource(self.seed, self.device, prefetch)
         self._implicit = _implicit_module() if mode != "dense" else None
         if mode != "dense" and self._implicit is None:
-            warnings.warn("simulate.implicit is not available: weights are drawn dense", stacklevel=2)
+            warnings.warn("simulate.engine.implicit is not available: weights are drawn dense", stacklevel=2)
 
     def generator(self, key: tuple[int, int]) -> torch.Generator:
         """The generator of draw ``key = (layer, part)``."""
@@ -168,7 +169,7 @@ class WeightSampler:
         return tuple(out.to(self.dtype) for out in outs)
 
     def _method(self, rows: int, d_in: int, d_out: int, dtype: torch.dtype) -> str:
-        """'dense' or a factored method of simulate.implicit ('implicit', 'cholesky', 'qr')."""
+        """'dense' or a factored method of simulate.engine.implicit ('implicit', 'cholesky', 'qr')."""
         if self._implicit is None or self.mode == "dense":
             return "dense"
         if self.mode == "implicit":

@@ -9,8 +9,8 @@ is imported). Imports nothing heavy.
 
 >>> len(source_digest(["theory/setting.py"])), source_digest([]) == source_digest([], salt="")
 (16, True)
->>> import_closure(["simulate.noise"])
-['simulate/noise.py']
+>>> import_closure(["simulate.engine.noise"])
+['simulate/engine/noise.py']
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 __all__ = ["ROOT", "PACKAGES", "source_digest", "module_files", "imported_names", "resolve_module",
            "import_closure"]
 
-ROOT = Path(__file__).resolve().parents[1]  # the repository root
+ROOT = Path(__file__).resolve().parents[2]  # the repository root
 PACKAGES = ("theory", "simulate", "paper_figs")  # the packages of the repository
 
 

@@ -16,16 +16,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from simulate.stack import block_context, block_mask, block_step, initial_stream
-from simulate.weights import WeightSampler
+from simulate.engine.stack import block_context, block_mask, block_step, initial_stream
+from simulate.engine.weights import WeightSampler
+from theory.constraints import Integer
 
 __all__ = ["block_jacobian"]
 
 
 def block_jacobian(setting, layer: int, *, seed: int = 0) -> np.ndarray:
     """J[i, j] = d x_l[T-1, i] / d x_{l-1}[T-1, j] of block ``layer`` (1..L): numpy (d, d), float64."""
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= setting.depth:
-        raise ValueError(f"layer={layer!r} is not allowed: an integer in 1..depth={setting.depth}")
+    Integer(1, setting.depth).check("layer", layer)
     sampler = WeightSampler(seed, 1, "cpu", torch.float64, "dense")
     width, tokens = setting.width, setting.tokens
     with torch.inference_mode():

@@ -18,8 +18,9 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from simulate.tables import table_from_stats
-from simulate.weights import generator
+from simulate.engine.tables import table_from_stats
+from simulate.engine.weights import generator
+from theory.constraints import Integer, check_fields
 
 __all__ = ["weight_decay_process", "WD_PART"]
 
@@ -45,10 +46,7 @@ def weight_decay_process(setting, *, samples: int, seed: int, steps: int | None 
         Columns layer (= step t), metric ('var'), mean, sem, ci_low, ci_high, n.
     """
     steps = setting.depth if steps is None else steps
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps={steps!r} is not allowed: an integer >= 0")
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
-        raise ValueError(f"samples={samples!r} is not allowed: an integer >= 2")
+    check_fields({"steps": steps, "samples": samples}, {"steps": Integer(0), "samples": Integer(2)})
     gen = generator(seed, 0, WD_PART, "cpu")
     shape = (samples, setting.width)
     decay, lr = 1.0 - setting.lr * setting.weight_decay, setting.lr

@@ -1,0 +1,109 @@
+"""The atlas's shipped results (results/atlas): they load, they are what the study command writes from
+their points, their figures build, and a re-run of one cheap model reproduces its row.
+
+The shipped folder is the output of ``python -m simulate study examples/studies/*.toml --out
+results/atlas`` without the run directories (weights): the points' long tables, the specs as they
+ran, the reports and the extrapolation (docs/studies.md).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from simulate.study import read_study, write_reports
+from simulate.study.analysis import load_models
+from simulate.study.atlas import ATLAS_DIR, ATLAS_NAMES, atlas_studies
+from simulate.study.claims import CLAIMS
+from simulate.study.report import REPORT_FILES
+from simulate.study.statistics import STATISTICS, model_statistics
+
+
+@pytest.fixture(scope="module")
+def studies():
+    return atlas_studies(ATLAS_DIR)
+
+
+def test_every_study_is_shipped_whole(studies):
+    assert sorted(studies) == sorted(ATLAS_NAMES)
+    for name, study in studies.items():
+        assert all((ATLAS_DIR / name / file).is_file() for file in REPORT_FILES), name
+        results = read_study(ATLAS_DIR, name)
+        assert len(results.points) == len(study.sweep.points), name
+        assert set(results.points["status"]) <= {"ok", "failed"}, f"{name}: models still pending"
+        assert results.points["seed"].nunique() == 3 and set(results.points["scheme"]) == {"pre", "lns"}
+        expected = {(claim, axis) for claim in study.claims for axis in study.axes}
+        assert set(zip(results.trends["claim"], results.trends["axis"])) == expected, name
+        ok = results.points[results.points["status"] == "ok"]
+        assert ok["epochs"].max() < 2.0, f"{name}: a model saw its corpus more than twice"
+        assert ok[list(STATISTICS)].notna().any().all(), f"{name}: a statistic is missing from every model"
+    assert (ATLAS_DIR / "extrapolation.md").is_file() and (ATLAS_DIR / "extrapolation.csv").is_file()
+
+
+def test_the_reports_are_what_the_study_command_writes_from_the_shipped_points(studies, tmp_path):
+    """The width study's reports, written again from a copy of its points, are the shipped ones."""
+    study = studies["width"]
+    shutil.copytree(ATLAS_DIR / "points", tmp_path / "points")
+    write_reports(study, tmp_path)
+    for file in ("levels.csv", "trends.csv"):
+        fresh = pd.read_csv(tmp_path / "width" / file)
+        shipped = pd.read_csv(ATLAS_DIR / "width" / file)
+        pd.testing.assert_frame_equal(fresh, shipped, check_exact=False, rtol=1e-9)
+
+
+def test_the_figures_build_from_the_shipped_results(tmp_path):
+    from paper_figs.studies import study_depth, study_lns_gain, study_phase, study_pruning
+
+    for build in (study_depth, study_pruning, study_lns_gain, study_phase):
+        paths = build(tmp_path)
+        assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 10_000 for p in paths)
+
+
+def _prediction_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Where one more seed's value falls: mean +- t s sqrt(1 + 1/n) over the shipped seeds."""
+    values = values[np.isfinite(values)]
+    half = stats.t.ppf(0.5 + confidence / 2, values.size - 1) * values.std(ddof=1) * math.sqrt(1 + 1 / values.size)
+    return values.mean() - half, values.mean() + half
+
+
+def test_a_rerun_of_the_cheapest_model_reproduces_its_row(studies, tmp_path):
+    """Depth 4, Pre-LN, seed 0 of the depth study, trained and scored again from its spec.
+
+    Its held-out loss lies within 4 standard errors (over held-out sequences) of the shipped one,
+    and every statistic within the interval where one more seed of its cell falls.
+    """
+    from simulate.sweep.engines import execute_point
+    from simulate.sweep.store import decode_point
+
+    study = studies["depth"]
+    point = next(p for p in study.sweep.points if p.setting.depth == 4 and p.setting.scheme == "pre" and p.seed == 0)
+    record, table = decode_point(execute_point({**point.to_dict(), "workdir": str(tmp_path / "run")})[1])
+    assert record["status"] == "ok", record["error"]
+    again = model_statistics(table, 4)
+    shipped = read_study(ATLAS_DIR, "depth").points
+    cell = shipped[(shipped["depth"] == 4) & (shipped["scheme"] == "pre") & (shipped["status"] == "ok")]
+    row = cell[cell["seed"] == 0].iloc[0]
+    loss = table[(table["table"] == "scores") & (table["name"] == "loss")].iloc[0]
+    assert abs(again["val_loss"] - row["val_loss"]) <= 4 * loss["sem"], (again["val_loss"], row["val_loss"])
+    for name in STATISTICS:
+        if not np.isfinite(row[name]):
+            continue
+        low, high = _prediction_interval(cell[name].to_numpy(float))
+        assert low <= again[name] <= high or math.isclose(again[name], row[name], rel_tol=1e-6, abs_tol=1e-9), (
+            f"{name}: re-run {again[name]:.6g}, shipped {row[name]:.6g}, seeds' interval [{low:.6g}, {high:.6g}]")
+
+
+def test_the_models_statistics_are_those_of_their_point_tables(studies):
+    """points.parquet holds, for every model, the statistics of its shipped long table (read back here)."""
+    study = studies["width"]
+    shipped = read_study(ATLAS_DIR, "width").points.set_index("point")
+    for model in load_models(study, ATLAS_DIR, statistics=False)[:4]:
+        fresh = model_statistics(model.table, model.point.setting.depth)
+        for name in ("val_loss", "prune_deep", "usefulness_fraction", "var_last"):
+            assert fresh[name] == pytest.approx(shipped.loc[model.point.key, name], rel=1e-12, nan_ok=True), name
+    assert {CLAIMS[c].statistic for c in study.claims} <= set(STATISTICS)
