@@ -71,6 +71,7 @@ def _prediction_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[
     return values.mean() - half, values.mean() + half
 
 
+@pytest.mark.slow  # a training of 1600 steps and its scores: about a minute and a half on one core
 def test_a_rerun_of_the_cheapest_model_reproduces_its_row(studies, tmp_path):
     """Depth 4, Pre-LN, seed 0 of the depth study, trained and scored again from its spec.
 
