@@ -114,8 +114,9 @@ def _step_fit(var: np.ndarray):
 def growth_summary(curves) -> GrowthSummary:
     """Fit every profile of ``curves`` (``(S, L+1)`` or ``(L+1,)``, layer 0 first) and pool over seeds."""
     curves = np.atleast_2d(np.asarray(curves, dtype=float))  # (S, L+1)
-    fits = [var_growth(curve) for curve in curves]
-    steps = [_step_fit(curve) for curve in curves]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a flat or zero layer: NaN, left out
+        fits = [var_growth(curve) for curve in curves]
+        steps = [_step_fit(curve) for curve in curves]
     if len(curves) == 1:
         poly, expo = fits[0]["polynomial"], fits[0]["exponential"]
         exponent, rate = (poly.slope, poly.ci_low, poly.ci_high), (expo.slope, expo.ci_low, expo.ci_high)

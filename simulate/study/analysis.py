@@ -194,7 +194,7 @@ def levels_table(study, models: list[Model]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _trend_row(study, claim: Claim, axis: str, group: dict, members: list[Model]) -> dict:
+def _trend_row(claim: Claim, axis: str, group: dict, members: list[Model]) -> dict:
     samples = claim_samples(claim, members, (axis,))
     x = np.array([cell[0] for cell, _ in samples], dtype=float)  # (n,)
     y = np.array([value for _, value in samples], dtype=float)  # (n,)
@@ -225,5 +225,5 @@ def trends_table(study, models: list[Model]) -> pd.DataFrame:
             fields = study.group_fields(axis)
             for group in sorted({m.cell(fields) for m in models}):
                 members = [m for m in models if m.cell(fields) == group]
-                rows.append(_trend_row(study, claim, axis, dict(zip(fields, group)), members))
+                rows.append(_trend_row(claim, axis, dict(zip(fields, group)), members))
     return pd.DataFrame(rows)

@@ -5,7 +5,8 @@ written), runs the models that have no point in ``DIR`` yet (each distinct model
 :mod:`simulate.study.runner`), then writes each study's reports into ``DIR/NAME/``
 (:mod:`simulate.study.report`) and, with a depth study among them, ``DIR/extrapolation.md``
 (:mod:`simulate.study.extrapolation_report`). ``--report-only`` rebuilds the reports from
-the points on disk without training anything (a study's shipped results, for instance). Engine flags
+the points on disk without training anything; ``--export DEST`` also writes a copy without weights, small
+enough to commit (:mod:`simulate.study.export`), with its own reports. Engine flags
 are the sweep's. An interrupt keeps the finished points and exits 130/143; re-running the
 same command resumes (an interrupted training resumes from its last checkpoint).
 """
@@ -13,6 +14,7 @@ same command resumes (an interrupted training resumes from its last checkpoint).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from simulate.sweep.cli import add_engine_arguments, check_engine, lost_points, run_points
 from theory.cli import CliParser, fail, output_path
@@ -31,6 +33,9 @@ def build_parser() -> CliParser:
     add_engine_arguments(parser)
     parser.add_argument("--report-only", action="store_true",
                         help="write the reports from the points on disk; train nothing")
+    parser.add_argument("--export", default=None, metavar="DEST",
+                        help="also copy DIR without its weights to DEST (points in float32, zstd) and write the "
+                             "reports there: a results folder to commit")
     return parser
 
 
@@ -58,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.specs or args.out is None:
         fail(PROG, "one or more specs and --out DIR are needed (see --help)")
     studies = _load(args.specs)
+    dest = output_path(PROG, args.export, directory=True) if args.export is not None else None
+    if dest is not None and dest.resolve() == Path(args.out).resolve():
+        fail(PROG, f"--export {dest} is not allowed: the copy needs a directory other than --out")
     if args.report_only:
         out = output_path(PROG, args.out, directory=True)
     else:
@@ -72,10 +80,22 @@ def main(argv: list[str] | None = None) -> int:
               f"failed) in {report.seconds:.1f} s on {args.engine}", file=sys.stderr)
         if lost_points(PROG, report):
             return 1
+    command = " ".join([PROG, *argv])
+    _write_reports(studies, out, command)
+    if args.export is not None:
+        from simulate.study.export import export_study_points
+
+        count = export_study_points(studies, out, dest)
+        print(f"{PROG}: {count} models copied without weights to {dest}", file=sys.stderr)
+        _write_reports(studies, dest, command)
+    return 0
+
+
+def _write_reports(studies, out, command: str) -> None:
+    """Every study's reports in ``out``, then the bridge laws when a study runs along depth."""
     from simulate.study.extrapolation_report import write_extrapolation
     from simulate.study.report import write_reports
 
-    command = " ".join([PROG, *argv])
     for study in studies:
         written = write_reports(study, out, command)
         print(f"study {study.name}: {written.points} models, {written.claims} claim rows, "
@@ -83,4 +103,3 @@ def main(argv: list[str] | None = None) -> int:
     extrapolation = write_extrapolation(studies, out)
     if extrapolation is not None:
         print(f"bridge laws, their extrapolation test and the papers' sizes -> {extrapolation}")
-    return 0

@@ -131,14 +131,18 @@ def predict_profile(law: BridgeLaw, depth: int, width: float | None = None, step
     """
     square = float(np.exp(_regressors(law, law.first_terms, 1, depth, 1.0, width, steps) @ law.gamma))
     profile = [square]
-    for layer in range(2, depth + 1):
-        sigma = math.sqrt(square)
-        x = _regressors(law, law.terms, layer, depth, sigma, width, steps)
-        a = sigma * float(x @ law.alpha)
-        b = sigma * math.exp(float(x @ law.beta))
-        square = float(bridge_profile(square, np.array([a]), np.array([b]))[-1])
-        profile.append(square)
-    return np.array(profile)  # (L,) blocks 1..L
+    with np.errstate(over="ignore", invalid="ignore"):
+        for layer in range(2, depth + 1):
+            if not math.isfinite(square) or square <= 0:  # the law left float64: so does the rest
+                profile.append(math.inf)
+                continue
+            sigma = math.sqrt(square)
+            x = _regressors(law, law.terms, layer, depth, sigma, width, steps)
+            a = sigma * float(x @ law.alpha)
+            b = sigma * math.exp(min(float(x @ law.beta), 700.0))
+            square = float(bridge_profile(square, np.array([a]), np.array([b]))[-1])
+            profile.append(square)
+    return np.array(profile)  # (L,) blocks 1..L; inf from the block where the prediction leaves float64
 
 
 def extrapolation_test(samples: pd.DataFrame, held_out_depth: int) -> dict:
@@ -166,8 +170,14 @@ def paper_predictions(law: BridgeLaw, sizes=PAPER_SIZES) -> pd.DataFrame:
     rows = []
     for name, width, depth, steps in sizes:
         profile = predict_profile(law, depth, width, steps)  # (L,)
+        row = {"model": name, "width": width, "depth": depth, "steps": steps, "var_1": profile[0],
+               "var_L": profile[-1]}
+        if not np.isfinite(profile).all():
+            first = int(np.argmax(~np.isfinite(profile))) + 1
+            rows.append({**row, "growth_class": "beyond float64", "exponent": math.nan, "rate": math.inf,
+                         "description": f"the law's variance leaves float64 at block {first}"})
+            continue
         summary = growth_summary(np.concatenate([[law.embedding_var], profile]))  # layers 0..L
-        rows.append({"model": name, "width": width, "depth": depth, "steps": steps, "var_1": profile[0],
-                     "var_L": profile[-1], "growth_class": summary.label, "exponent": summary.exponent[0],
+        rows.append({**row, "growth_class": summary.label, "exponent": summary.exponent[0],
                      "rate": summary.rate[0], "description": describe_growth(summary)})
     return pd.DataFrame(rows)

@@ -59,12 +59,12 @@ def point_path(out: str | Path, key: str) -> Path:
     return Path(out) / POINTS_DIR / f"{key}.parquet"
 
 
-def encode_point(record: dict, table: pd.DataFrame) -> bytes:
-    """The Parquet bytes of ``table`` with ``record`` (JSON) in the file's metadata."""
+def encode_point(record: dict, table: pd.DataFrame, compression: str = "snappy") -> bytes:
+    """The Parquet bytes of ``table`` with ``record`` (JSON) in the file's metadata (``compression``: Parquet's)."""
     arrow = pa.Table.from_pandas(table.reset_index(drop=True), preserve_index=False)
     metadata = {**(arrow.schema.metadata or {}), META_KEY: json.dumps(_json_ready(record), sort_keys=True)}
     sink = pa.BufferOutputStream()
-    pq.write_table(arrow.replace_schema_metadata(metadata), sink)
+    pq.write_table(arrow.replace_schema_metadata(metadata), sink, compression=compression)
     return sink.getvalue().to_pybytes()
 
 

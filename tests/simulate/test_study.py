@@ -246,3 +246,25 @@ def test_a_study_reads_the_stdlib_corpus_once_per_process(tmp_path):
     run_studies([study], tmp_path / "out", workers=1)
     info = data._stdlib_parts.cache_info()
     assert info.misses == 1 and info.hits >= 2 * len(study.sweep.points), info  # checks, trainings, scores
+
+
+def test_an_export_keeps_what_the_reports_read_and_drops_the_weights(tiny_study, tmp_path):
+    import pyarrow.parquet as pq
+
+    study, out, _ = tiny_study
+    dest = tmp_path / "shipped"
+    assert study_main([str(out / "tiny" / "spec.toml"), "--out", str(out), "--report-only", "--export",
+                       str(dest)]) == 0
+    assert not (dest / "runs").exists() and (dest / "tiny" / "spec.toml").is_file()
+    files = sorted((dest / "points").glob("*.parquet"))
+    assert len(files) == 8 and pq.read_schema(files[0]).field("value").type == "float"  # float32
+    assert sum(f.stat().st_size for f in files) < sum(f.stat().st_size for f in (out / "points").glob("*.parquet"))
+    shipped, original = read_study(dest, "tiny").points, read_study(out, "tiny").points
+    assert np.allclose(shipped["val_loss"], original["val_loss"], rtol=1e-6)
+
+
+def test_an_export_into_its_own_directory_is_refused(tiny_study, capsys):
+    study, out, _ = tiny_study
+    with pytest.raises(SystemExit) as raised:
+        study_main([str(out / "tiny" / "spec.toml"), "--out", str(out), "--report-only", "--export", str(out)])
+    assert raised.value.code == 2 and "--export" in capsys.readouterr().err

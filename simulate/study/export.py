@@ -1,0 +1,35 @@
+"""A study directory without its weights, small enough to commit: ``python -m simulate study ... --export DEST``.
+
+The copy holds what the reports read and nothing else: each point file with its long table's
+``value`` and ``sem`` stored as float32 (the trained models compute in float32; seven digits)
+in zstd-compressed Parquet, ``summary.csv``, each study's ``spec.toml``; then the reports are
+written again from the copy (:func:`simulate.study.report.write_reports`), so that they are
+exactly what the copy gives. The run directories (weights, checkpoints, scores' CSVs) stay
+behind. ``results/atlas`` is such a copy.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from simulate.sweep.store import POINTS_DIR, SUMMARY, encode_point, finished_records, read_point, write_point
+
+__all__ = ["export_study_points"]
+
+
+def export_study_points(studies, out, dest) -> int:
+    """Copy the finished points of ``studies`` in ``out`` compactly to ``dest`` (module docstring); how many."""
+    out, dest = Path(out), Path(dest)
+    keys = sorted({p.key for study in studies for p in study.sweep.points})
+    records = finished_records(out, keys)
+    for key in records:
+        record, table = read_point(out, key)
+        compact = table.astype({"value": "float32", "sem": "float32"})
+        write_point(dest, key, encode_point(record, compact, compression="zstd"))
+    shutil.copy2(out / SUMMARY, dest / SUMMARY)
+    for study in studies:
+        (dest / study.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(out / study.name / "spec.toml", dest / study.name / "spec.toml")
+    (dest / POINTS_DIR).mkdir(exist_ok=True)
+    return len(records)
