@@ -5,8 +5,8 @@ written), runs the models that have no point in ``DIR`` yet (each distinct model
 :mod:`simulate.study.runner`), then writes each study's reports into ``DIR/NAME/``
 (:mod:`simulate.study.report`) and, with a depth study among them, ``DIR/extrapolation.md``
 (:mod:`simulate.study.extrapolation_report`). ``--report-only`` rebuilds the reports from
-the points on disk without training anything; ``--export DEST`` also writes a copy without weights, small
-enough to commit (:mod:`simulate.study.export`), with its own reports. Engine flags
+the points on disk without training anything; ``--export DEST`` also writes a copy without
+weights, small enough to commit (:mod:`simulate.study.export`), with its own reports. Engine flags
 are the sweep's. An interrupt keeps the finished points and exits 130/143; re-running the
 same command resumes (an interrupted training resumes from its last checkpoint).
 """
@@ -40,17 +40,13 @@ def build_parser() -> CliParser:
 
 
 def _load(paths) -> list:
-    from simulate.study.spec import StudyError, load_study
+    from simulate.study.spec import StudyError, check_names, load_study
 
     try:
         studies = [load_study(path) for path in paths]
+        check_names(studies)
     except StudyError as error:
         fail(PROG, str(error))
-    names = [s.name for s in studies]
-    for name in names:
-        if names.count(name) > 1:
-            fail(PROG, f"two studies are named {name!r}: each study needs its own name (the name key, or the file "
-                       "name)")
     return studies
 
 

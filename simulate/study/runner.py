@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from simulate.study.spec import Study
+from simulate.study.spec import Study, check_names
 from simulate.sweep import SweepReport, run_sweep
 from simulate.sweep.spec import Sweep
 from theory.cli import atomic_write
@@ -70,10 +70,7 @@ def run_studies(studies: list[Study], out: str | Path, *, engine: str = "local",
                 address: str | None = None, progress: bool = False, retry_failed: bool = False) -> SweepReport:
     """Run every point of ``studies`` that has no file in ``out`` yet (module docstring); the sweep's report."""
     out = Path(out)
-    names = [s.name for s in studies]
-    if len(set(names)) != len(names):
-        raise ValueError(f"studies named {sorted({n for n in names if names.count(n) > 1})[0]!r} twice: each "
-                         "study needs its own name (the name key, or the file name)")
+    check_names(studies)
     write_specs(studies, out)
     return run_sweep(union_sweep(studies, out), out, engine=engine, workers=workers, address=address,
                      progress=progress, retry_failed=retry_failed)

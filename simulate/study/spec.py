@@ -46,7 +46,7 @@ from simulate.study.claims import CLAIMS, applicable_claims
 from simulate.sweep.spec import SPEC_KEYS, SpecError, Sweep, parse_spec, read_spec
 from theory.constraints import Integer, Real
 
-__all__ = ["STUDY_KEYS", "StudyError", "Study", "parse_study", "load_study"]
+__all__ = ["STUDY_KEYS", "StudyError", "Study", "parse_study", "check_names", "load_study"]
 
 STUDY_KEYS = tuple(k for k in SPEC_KEYS if k != "task") + ("study",)
 _STUDY_TABLE = ("axes", "claims")
@@ -157,6 +157,15 @@ def parse_study(data: dict, default_name: str = "study", text: str = "") -> Stud
     linked = {name: tuple(n for n in group if n != name)
               for group in ([zips] if isinstance(zips, dict) else zips) for name in group}
     return Study(sweep.name, sweep, axes, _claims(table, schemes), text, linked)
+
+
+def check_names(studies) -> None:
+    """Each study needs its own name (its reports go to ``DIR/NAME``): :class:`StudyError` naming a repeated one."""
+    names = [study.name for study in studies]
+    for name in names:
+        if names.count(name) > 1:
+            raise StudyError(f"two studies are named {name!r}: each study needs its own name (the name key, or the "
+                             "file name)")
 
 
 def load_study(path: str | Path, default_name: str | None = None) -> Study:
