@@ -128,7 +128,9 @@ def growth_summary(curves) -> GrowthSummary:
     rss_poly = float(np.sum([f["polynomial"].rss for f in fits]))
     rss_exp = float(np.sum([f["exponential"].rss for f in fits]))
     depth = curves.shape[1] - 1
-    growth = float(np.nanmean(curves[:, -1] / curves[:, 0]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = curves[:, -1] / curves[:, 0]  # (S,)
+    growth = float(ratios[np.isfinite(ratios)].mean()) if np.isfinite(ratios).any() else math.nan
     if not (np.isfinite(rss_poly) and np.isfinite(rss_exp)) or growth < 1.0 + FLAT_GROWTH:
         label = "undetermined"  # too few layers, or a profile too flat to have a class
     else:  # an exponential that does not e-fold over the stack is its own linearisation: not a class of its own

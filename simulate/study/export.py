@@ -27,9 +27,10 @@ def export_study_points(studies, out, dest) -> int:
         record, table = read_point(out, key)
         compact = table.astype({"value": "float32", "sem": "float32"})
         write_point(dest, key, encode_point(record, compact, compression="zstd"))
-    shutil.copy2(out / SUMMARY, dest / SUMMARY)
+    (dest / POINTS_DIR).mkdir(parents=True, exist_ok=True)
+    if (out / SUMMARY).is_file():  # a sweep writes it when it ends (an interrupted study may have none yet)
+        shutil.copy2(out / SUMMARY, dest / SUMMARY)
     for study in studies:
         (dest / study.name).mkdir(parents=True, exist_ok=True)
         shutil.copy2(out / study.name / "spec.toml", dest / study.name / "spec.toml")
-    (dest / POINTS_DIR).mkdir(exist_ok=True)
     return len(records)

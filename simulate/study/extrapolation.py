@@ -43,7 +43,7 @@ import pandas as pd
 from simulate.scores.growth_claims import describe_growth, growth_summary, t_interval
 from theory.meanfield.bridge import bridge_profile
 
-__all__ = ["BLOCK_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw", "bridge_samples", "fit_law",
+__all__ = ["BLOCK_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw", "LawError", "bridge_samples", "fit_law",
            "predict_profile", "extrapolation_test", "paper_predictions"]
 
 BLOCK_TERMS = ("1", "log l", "l/L", "log sigma", "log d", "log steps")
@@ -102,16 +102,28 @@ def _varying(frame: pd.DataFrame, terms) -> tuple[tuple[str, ...], dict]:
     return kept, fixed
 
 
+class LawError(ValueError):
+    """Too few fitting models for the law's regressors (the design has not full rank)."""
+
+
+def _full_rank(design: np.ndarray, what: str) -> np.ndarray:
+    if design.shape[0] <= design.shape[1] or np.linalg.matrix_rank(design) < design.shape[1]:
+        raise LawError(f"{what}: {design.shape[0]} rows for {design.shape[1]} regressors, too few to fit")
+    return design
+
+
 def fit_law(samples: pd.DataFrame) -> BridgeLaw:
-    """Least-squares :class:`BridgeLaw` of one scheme's samples (module docstring)."""
+    """Least-squares :class:`BridgeLaw` of one scheme's samples (module docstring); :class:`LawError` when
+    the fitting models are too few for its regressors."""
     blocks = samples[(samples["layer"] >= 2) & (samples["b"] > 0) & (samples["sigma_in"] > 0)]
     terms, fixed = _varying(blocks, BLOCK_TERMS)
-    design = _design(blocks, terms)  # (n, terms)
+    design = _full_rank(_design(blocks, terms), "blocks l >= 2")  # (n, terms)
     alpha = np.linalg.lstsq(design, (blocks["a"] / blocks["sigma_in"]).to_numpy(float), rcond=None)[0]
     beta = np.linalg.lstsq(design, np.log(blocks["b"] / blocks["sigma_in"]).to_numpy(float), rcond=None)[0]
     first = samples[samples["layer"] == 1]
     first_terms, first_fixed = _varying(first, FIRST_TERMS)
-    gamma = np.linalg.lstsq(_design(first, first_terms), np.log(first["var"]).to_numpy(float), rcond=None)[0]
+    first_design = _full_rank(_design(first, first_terms), "the first block")  # (models, terms)
+    gamma = np.linalg.lstsq(first_design, np.log(first["var"]).to_numpy(float), rcond=None)[0]
     return BridgeLaw(terms, alpha, beta, first_terms, gamma, {**fixed, **first_fixed}, float(first["var_in"].mean()))
 
 

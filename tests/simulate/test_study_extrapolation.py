@@ -1,0 +1,77 @@
+"""The bridge-law extrapolation on synthetic models whose blocks follow a known law.
+
+Profiles are built by the bridge recursion from a law of the fitted family, with a little noise
+in ``a`` and ``b``; fitted on depths 4..32, the law must predict depth 64 to within the noise,
+and recover its coefficients. Negative control: blocks whose ``b`` depends on the total depth
+in a way the family cannot express are predicted badly, and the test says so.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from simulate.study.extrapolation import BLOCK_TERMS, LawError, extrapolation_test, fit_law, paper_predictions
+from theory.meanfield.bridge import bridge_profile
+
+ALPHA = {"1": 0.01, "log l": 0.002, "l/L": 0.02, "log sigma": 0.0}  # a/sigma
+BETA = {"1": math.log(0.05), "log l": 0.3, "l/L": 0.4, "log sigma": -0.2}  # log(b/sigma)
+
+
+def _model(depth: int, seed: int, noise: float, extra_b=lambda l, L: 0.0) -> pd.DataFrame:
+    """One synthetic model's blocks (the columns of :func:`simulate.study.extrapolation.bridge_samples`)."""
+    rng = np.random.default_rng(1000 * depth + seed)
+    rows, square = [], 0.0004
+    for layer in range(1, depth + 1):
+        sigma = math.sqrt(square)
+        if layer == 1:
+            a, b = 0.0, math.sqrt(0.1 - square)  # the first block lifts the embedding to var 0.1
+        else:
+            x = {"1": 1.0, "log l": math.log(layer), "l/L": layer / depth, "log sigma": math.log(sigma)}
+            a = sigma * (sum(ALPHA[t] * x[t] for t in ALPHA) + noise * rng.standard_normal())
+            b = sigma * math.exp(sum(BETA[t] * x[t] for t in BETA) + extra_b(layer, depth)
+                                 + noise * rng.standard_normal())
+        after = float(bridge_profile(square, np.array([a]), np.array([b]))[-1])
+        rows.append({"scheme": "pre", "seed": seed, "depth": depth, "width": 64, "steps": 1600, "layer": layer,
+                     "sigma_in": sigma, "a": a, "b": b, "var": after, "var_in": square})
+        square = after
+    return pd.DataFrame(rows)
+
+
+def _samples(noise: float, extra_b=lambda l, L: 0.0) -> pd.DataFrame:
+    return pd.concat([_model(depth, seed, noise, extra_b) for depth in (4, 8, 16, 32, 64) for seed in (0, 1, 2)],
+                     ignore_index=True)
+
+
+def test_the_law_is_recovered_and_predicts_the_deepest_models():
+    result = extrapolation_test(_samples(noise=0.002), held_out_depth=64)
+    law = result["law"]
+    assert law.terms == ("1", "log l", "l/L", "log sigma")  # width and steps do not vary: left out
+    fitted = dict(zip(law.terms, law.beta))
+    for term, value in BETA.items():
+        assert fitted[term] == pytest.approx(value, abs=0.05), (term, fitted[term], value)
+    mean, low, high = result["mean_abs"]
+    print(f"mean |log(predicted/measured)| at L=64: {mean:.4f} [{low:.4f}, {high:.4f}]")
+    assert mean < 0.02 and abs(result["last"][0]) < 0.03
+
+
+def test_negative_control_a_dependence_outside_the_family_is_predicted_badly():
+    """b grows with the total depth L itself (not l/L): the law fitted on L <= 32 misses L = 64."""
+    result = extrapolation_test(_samples(noise=0.002, extra_b=lambda l, L: 0.5 * math.log(L / 4)), held_out_depth=64)
+    assert result["mean_abs"][0] > 0.1, result["mean_abs"]
+
+
+def test_too_few_fitting_models_are_refused():
+    with pytest.raises(LawError, match="too few to fit"):
+        fit_law(_model(8, 0, 0.0).iloc[:3])
+
+
+def test_the_papers_sizes_are_classed():
+    law = fit_law(_samples(noise=0.0)[lambda s: s["depth"] < 64])
+    table = paper_predictions(law)
+    assert list(table["model"]) == ["LLaMA-130M", "LLaMA-1B", "7B"] and table["var_L"].gt(0).all()
+    assert set(table["growth_class"]) <= {"polynomial", "exponential", "undetermined", "beyond float64"}
+    assert set(BLOCK_TERMS) >= set(law.terms)
