@@ -2,7 +2,8 @@
 
 ``LEMMAS`` maps the 19 ids of docs/derivations.md to frozen :class:`Lemma` records. Each
 carries its sympy statement, assumptions, closed form, the growth class derived here
-(as depth, or steps, go to infinity) and a symbolic check that sympy proves.
+(as depth, or steps, go to infinity) and a symbolic check that sympy proves
+(:mod:`theory.symbolic.checks`).
 
 >>> lemma("p2-thm-1").source
 'P2 Theorem 1'
@@ -18,11 +19,11 @@ from typing import Callable
 import sympy as sp
 
 from theory.symbolic import bounds as bd
+from theory.symbolic import checks as ck
 from theory.symbolic import recursions as rc
 from theory.symbolic.symbols import (
-    G, J_LN, L, T, alpha, alpha_attn, alpha_ffn, a, b, c, d, d_ff, eta, g, gate, h_vec, j, jac_dev, k, kappa, l,
-    lam, n, q, rho, s, sigma, sigma_0, sigma_L, sigma_V, sigma_next, t, u0_var,
-    v, v_attn, v_mlp, var_expert, var_moe, var_out, var_u, x, y,
+    J_LN, L, a, d, eta, g, gate, h_vec, j, jac_dev, k, l, lam, sigma, sigma_L, sigma_V, sigma_next, t, var_expert,
+    var_moe, var_out, var_u,
 )
 
 __all__ = ["Lemma", "LEMMAS", "LEMMA_IDS", "lemma", "growth_class", "derive_growth"]
@@ -52,162 +53,6 @@ class Lemma:
     related: tuple[str, ...] = ()
 
 
-def _zero(expr) -> bool:
-    return sp.simplify(expr) == 0
-
-
-def _nonnegative(expr) -> bool:
-    return bool(sp.simplify(expr).is_nonnegative)
-
-
-def _satisfies(closed, step, index=L, start=None) -> bool:
-    """closed(index+1) == step(closed(index)), and closed(0) == start when given."""
-    ok = _zero(closed.subs(index, index + 1) - step(closed))
-    return ok and (start is None or _zero(closed.subs(index, 0) - start))
-
-
-# -- symbolic checks ------------------------------------------------------------------
-def _check_p1_lemma_3_2() -> bool:
-    """The recursion's own growth c^2 L^2/4 lies strictly between Theta(L) and Theta(exp(L))."""
-    leading = bd.p1_lemma_3_2_growth()[2]
-    return sp.limit(leading / L, L, sp.oo) is sp.oo and sp.limit(leading / sp.exp(L), L, sp.oo) == 0
-
-
-def _check_p1_ln_jacobian() -> bool:
-    """Exact RMSNorm Jacobian (sympy, d = 3) = (g/rms)(I - h h^T/d): I/sigma up to a rank-one part."""
-    _, diff = rc.rmsnorm_jacobian(3)
-    return diff == sp.zeros(3, 3)
-
-
-def _check_p1_thm_3_3() -> bool:
-    """sum 1/sigma_l converges for sigma_l = exp(c l) (so M exists), diverges for c l/2 and sqrt(l)."""
-    ratio = sp.exp(-c * (l + 1)) / sp.exp(-c * l)  # ratio test on 1/sigma_l, sigma_l = exp(c l)
-    exp_ok = bool(sp.expand_log(sp.log(sp.limit(sp.simplify(ratio), l, sp.oo)), force=True).is_negative)
-    quad = sp.Sum(2 / l, (l, 1, sp.oo)).is_convergent()  # 1/sigma_l for sigma_l ~ c l/2, c factored out
-    preln = sp.Sum(1 / sp.sqrt(l), (l, 1, sp.oo)).is_convergent()
-    return bool(exp_ok) and not quad and not preln
-
-
-def _check_p1_lns() -> bool:
-    """The model's growth c^2 L is >= Theta(L) (tight) and o(L^(2-eps)) for 0 < eps < 1."""
-    leading = bd.p1_lns_growth()[1]
-    eps_in_01 = 1 / (1 + y)
-    lower = sp.limit(leading / L, L, sp.oo)
-    return bool(lower.is_positive and lower.is_finite) and sp.limit(leading / L ** (2 - eps_in_01), L, sp.oo) == 0
-
-
-def _check_p2_thm_1() -> bool:
-    """(1 + sqrt(alpha rho))^2 - (1 + alpha rho) = 2 sqrt(alpha rho) >= 0: the exact law is below."""
-    gap = sp.expand((1 + sp.sqrt(alpha * rho)) ** 2 - (1 + alpha * rho))
-    base = sp.simplify(bd.p2_thm_1_bound() / rc.masked_linear_variance()) ** (1 / L)  # per-layer ratio
-    per_layer_ok = _nonnegative(sp.powdenest(base, force=True) - 1)
-    return _zero(gap - 2 * sp.sqrt(alpha * rho)) and _nonnegative(gap) and per_layer_ok
-
-
-def _check_p2_thm_2() -> bool:
-    """Bound - exact two-branch gain (1 + alpha_attn rho)(1 + alpha_ffn rho) expands to terms >= 0."""
-    exact = (1 + alpha_attn * rho) * (1 + alpha_ffn * rho)
-    bound = bd.p2_thm_2().rhs / sigma**2
-    return _nonnegative(sp.expand(bound - exact))
-
-
-def _check_weight_decay() -> bool:
-    """Exact law solves the recursion and is below P2 Thm 3 for 0 < eta lam <= 1 (1-(1-x)^2 >= x)."""
-    exact = rc.weight_decay_variance()
-    solves = _satisfies(exact, rc.weight_decay_step, index=t, start=u0_var)
-    key = _zero(sp.factor(1 - (1 - x) ** 2 - x) - x * (1 - x))  # 1-(1-x)^2 >= x on (0,1]
-    gap = (bd.p2_thm_3_bound() - exact).subs(eta, (1 / (1 + y)) / lam)
-    return solves and key and _nonnegative(gap)
-
-
-def _check_p2_thm_4() -> bool:
-    """sum_{i<=T} sigma_V^2/T^2 = sigma_V^2/T (variance of a uniform average)."""
-    i = sp.Symbol("i", integer=True, positive=True)
-    return _zero(sp.summation(sigma_V**2 / T**2, (i, 1, T)) - bd.p2_thm_4().rhs)
-
-
-def _check_p2_thm_5() -> bool:
-    """sum_{i<=k} (1/k)^2 = 1/k (uniform gates)."""
-    return _zero(rc.moe_uniform_gate_factor() * var_expert - bd.p2_thm_5().rhs)
-
-
-def _check_p2_gqa() -> bool:
-    """Under P2's idealisation (average of G independent heads): sigma_V^2/(G n)."""
-    i = sp.Symbol("i", integer=True, positive=True)
-    return _zero(sp.summation(sigma_V**2 / n / G**2, (i, 1, G)) - bd.p2_gqa().rhs)
-
-
-def _check_masked_linear() -> bool:
-    """Closed form solves r -> (1 + alpha rho) r and lies below P2 Theorem 1."""
-    closed = rc.masked_linear_variance()
-    return _satisfies(closed, rc.masked_linear_step, start=sigma_0**2) and _check_p2_thm_1()
-
-
-def _check_preln() -> bool:
-    """Closed form solves the additive recursion; E[relu(z)^2] = q/2 by sympy integration."""
-    z = sp.Symbol("z", real=True)
-    relu_moment = sp.integrate(z**2 * sp.exp(-z**2 / (2 * q)) / sp.sqrt(2 * sp.pi * q), (z, 0, sp.oo))
-    solves = _satisfies(rc.preln_variance(), lambda prev: prev + v_attn + v_mlp, start=sigma_0**2)
-    relu_ok = _zero(rc.relu_mlp_increment() - d_ff * s**2 * relu_moment.subs(q, alpha * g**2))
-    return solves and relu_ok
-
-
-def _check_lns() -> bool:
-    """Increments c/l sum to c H_L = Theta(log L); SwiGLU: l^2 v_mlp -> d_ff s^2 alpha^2/4, sum 1/l^2 < oo."""
-    closed = rc.lns_variance()
-    steps = _zero(sp.expand_func(closed.subs(L, L + 1) - closed) - c / (L + 1))
-    swiglu = _zero(rc.lns_swiglu_mlp_limit() - d_ff * s**2 * alpha**2 / 4)
-    converges = sp.Sum(1 / l**2, (l, 1, sp.oo)).is_convergent()
-    return steps and swiglu and bool(converges) and bd.classify_growth(closed) == "Theta(log L)"
-
-
-def _check_moe() -> bool:
-    """k = 4: sum g^2 - 1/k = sum (g - 1/k)^2 and 1 - sum g^2 = 2 sum_{i<j} g_i g_j; uniform = 1/k."""
-    gates = sp.symbols("g1:4", nonnegative=True)
-    last = 1 - sum(gates)  # k = 4 gates summing to one
-    all_gates = list(gates) + [last]
-    factor = rc.moe_gate_factor(all_gates)
-    lower = _zero(factor - sp.Rational(1, 4) - sum((gi - sp.Rational(1, 4)) ** 2 for gi in all_gates))
-    upper = _zero(1 - factor - 2 * sum(all_gates[p] * all_gates[r] for p in range(4) for r in range(p + 1, 4)))
-    return lower and upper and _zero(rc.moe_uniform_gate_factor() - 1 / k)
-
-
-def _check_gqa_init() -> bool:
-    """d(variance)/dG = 0."""
-    return _zero(sp.diff(rc.gqa_attention_increment(), G))
-
-
-def _check_causal() -> bool:
-    """H_T/T = 1 at T = 1 and H_T/T ~ log(T)/T."""
-    factor = rc.causal_uniform_attention_factor()
-    at_one = _zero(factor.subs(T, 1) - 1)
-    log_ratio = sp.limit(factor * T / sp.log(T), T, sp.oo)
-    return at_one and log_ratio == 1
-
-
-def _check_jacobian() -> bool:
-    """Exact norm Jacobian; Pre-LN sqrt(l) Delta_l -> kappa/sqrt(v); LNS sqrt(l log l) Delta_l ->
-    kappa/sqrt(c); linear Pre-LN e2e gain^2 telescopes to sigma_L^2/sigma_0^2."""
-    pre = sp.limit(rc.preln_jacobian_deviation() * sp.sqrt(l), l, sp.oo)
-    lns = sp.limit(rc.lns_jacobian_deviation() * sp.sqrt(l * sp.log(l)), l, sp.oo)
-    gain = _zero(rc.preln_linear_e2e_gain_sq() - (sigma_0**2 + alpha * L) / sigma_0**2)
-    return _check_p1_ln_jacobian() and _zero(pre - kappa / sp.sqrt(v)) and _zero(lns - kappa / sp.sqrt(c)) and gain
-
-
-def _check_bridge() -> bool:
-    """Closed forms of the three regimes solve the step; P1's step = aligned step (a = c/2) - c^2/4."""
-    step = lambda prev: rc.bridge_step(sp.sqrt(prev)).subs(b, 0)  # noqa: E731 - b = 0 regime
-    aligned = rc.bridge_variance("aligned")
-    random = rc.bridge_variance("random")
-    prop = rc.bridge_variance("proportional")
-    ok = _satisfies(aligned, step, start=sigma_0**2)
-    ok &= _satisfies(random, lambda prev: rc.bridge_step(sp.sqrt(prev), aligned=0), start=sigma_0**2)
-    ok &= _satisfies(prop, lambda prev: rc.bridge_step(sp.sqrt(prev), aligned=kappa * sp.sqrt(prev)), start=sigma_0**2)
-    # P1 Lemma 3.2's step is the aligned bridge with a = c/2, less a constant c^2/4
-    p1_gap = sp.expand(rc.bridge_step(sigma, c / 2, 0) - bd.p1_lemma_3_2_step(sigma**2))
-    return bool(ok) and _zero(p1_gap - c**2 / 4)
-
-
 # -- growth derivations -----------------------------------------------------------------
 def _jac_growth(expr):
     return bd.classify_growth(expr.subs(l, L), L)
@@ -215,7 +60,7 @@ def _jac_growth(expr):
 
 _DERIVATIONS: dict[str, Callable[[], str | None]] = {
     "p1-lemma-3.2": lambda: bd.p1_lemma_3_2_growth()[3],
-    "p1-thm-3.3": lambda: "O(1)" if _check_p1_thm_3_3() else None,
+    "p1-thm-3.3": lambda: "O(1)" if ck.check_p1_thm_3_3() else None,
     "p1-lns": lambda: bd.p1_lns_growth()[2],
     "p2-thm-1": lambda: bd.classify_growth(bd.p2_thm_1_bound()),
     "p2-thm-2": lambda: bd.classify_growth((bd.p2_thm_2().rhs / sigma**2) ** L),
@@ -266,7 +111,7 @@ def _build() -> dict[str, Lemma]:
             title="Pre-LN variance recursion and its bounds",
             statement=bd.p1_lemma_3_2(),
             assumptions="Pre-LN; P1's Theta(1 + 1/sigma_l) read as 1 + c/sigma_l, c > 0 constant",
-            symbolic_check=_check_p1_lemma_3_2,
+            symbolic_check=ck.check_p1_lemma_3_2,
             growth="Theta(L^2)",
             notes="Finding (derived here): x -> x + c sqrt(x) gives sqrt(x_l+1) - sqrt(x_l) -> c/2, so "
             "sigma_L^2 ~ c^2 L^2/4 (float64 iteration from sigma_0^2 = 1 to L = 1e6: slope d log x/d log L "
@@ -285,7 +130,7 @@ def _build() -> dict[str, Lemma]:
             statement=bd.p1_ln_jacobian(),
             assumptions="LN/RMSNorm at input std sigma_x; '~' up to lower-order terms",
             closed_form=sp.Eq(J_LN, g / sigma * (sp.Identity(d) - h_vec * h_vec.T / d)),
-            symbolic_check=_check_p1_ln_jacobian,
+            symbolic_check=ck.check_p1_ln_jacobian,
             notes="Exact (derived here): (g_l/rms(x)) (I - h h^T/d) with h = x/rms(x); the '~ I/sigma' drops a "
             "rank-one projection, so ||dLN/dx||_F^2 = (d-1) g^2/sigma^2, not d g^2/sigma^2.",
             related=("exact-jacobian-init",),
@@ -297,7 +142,7 @@ def _build() -> dict[str, Lemma]:
             title="Deep blocks tend to identity",
             statement=bd.p1_thm_3_3(),
             assumptions="exponential variance growth sigma_l ~ exp(c l); ||J_l|| <= 1 + C/sigma_l",
-            symbolic_check=_check_p1_thm_3_3,
+            symbolic_check=ck.check_p1_thm_3_3,
             growth="O(1)",
             notes="Holds under its hypothesis (sum_l 1/sigma_l < oo). The hypothesis fails for P1's own recursion "
             "(Theta(L^2): sum 2/(c l) diverges) and at random init (Pre-LN sigma_l ~ sqrt(l)): there the "
@@ -314,7 +159,7 @@ def _build() -> dict[str, Lemma]:
             assumptions="LNS: norm output times 1/sqrt(l); modelled (our model, not P1's text: "
             "docs/derivations.md#p1-lns-model) as "
             "sigma_{l+1}^2 = sigma_l^2 (1 + c/(sigma_l sqrt(l)))",
-            symbolic_check=_check_p1_lns,
+            symbolic_check=ck.check_p1_lns,
             growth="Theta(L)",
             notes="Derived here: the model gives sigma_L^2 ~ c^2 L (iteration to L = 1e6: x_L/(c^2 L) = 1.002, "
             "1.000, 0.999 and slope 0.998, 1.000, 1.001 on 1e5..1e6 for c = 0.5, 1, 2): "
@@ -331,7 +176,7 @@ def _build() -> dict[str, Lemma]:
             assumptions="r_{l+1} = r_l + D_l W_l r_l, W_l independent of (r_l, D_l), rho the mask's "
             "second-moment retention; written with homogeneous alpha, rho",
             closed_form=bd.p2_thm_1_bound(),
-            symbolic_check=_check_p2_thm_1,
+            symbolic_check=ck.check_p2_thm_1,
             growth="Theta(exp(L))",
             notes="Never tight for alpha*rho > 0: the exact gain is 1 + alpha rho (exact-masked-linear), the bound's "
             "(1 + sqrt(alpha rho))^2 exceeds it by 2 sqrt(alpha rho); at alpha = rho = 1 the bound is 4^L "
@@ -346,7 +191,7 @@ def _build() -> dict[str, Lemma]:
             statement=bd.p2_thm_2(),
             assumptions="no norm; one mask D_l shared by both branches; alpha_attn, alpha_ffn the branches' "
             "second-moment gains",
-            symbolic_check=_check_p2_thm_2,
+            symbolic_check=ck.check_p2_thm_2,
             growth="Theta(exp(L))",
             notes="At random init with zero-mean output weights the cross terms vanish and the exact gain is "
             "(1 + alpha_attn rho)(1 + alpha_ffn rho) (derived here), below the bound by the same 2 sqrt terms.",
@@ -361,7 +206,7 @@ def _build() -> dict[str, Lemma]:
             assumptions="u_{t+1} = (1 - eta lam) u_t - eta g_t, g_t zero-mean, variance sigma_G^2, "
             "independent of u_t; 0 < eta lam <= 1",
             closed_form=bd.p2_thm_3_bound(),
-            symbolic_check=_check_weight_decay,
+            symbolic_check=ck.check_weight_decay,
             growth="O(1)",
             notes="True (proved here from the exact law). Tight only at eta lam = 1: the exact steady state is "
             "eta sigma_G^2/(lam (2 - eta lam)), so for the usual small eta lam the bound is about 2x the "
@@ -374,8 +219,8 @@ def _build() -> dict[str, Lemma]:
             kind="paper",
             title="Uniform attention averages T values",
             statement=bd.p2_thm_4(),
-            assumptions="uniform, non-causal attention over T zero-mean independent values of variance " "sigma_V^2",
-            symbolic_check=_check_p2_thm_4,
+            assumptions="uniform, non-causal attention over T zero-mean independent values of variance sigma_V^2",
+            symbolic_check=ck.check_p2_thm_4,
             notes="With a causal mask (every LLM here) query t averages t values: the mean is sigma_V^2 H_T/T, "
             "larger than sigma_V^2/T by H_T ~ log T (exact-causal-attention).",
             related=("exact-causal-attention",),
@@ -388,7 +233,7 @@ def _build() -> dict[str, Lemma]:
             statement=bd.p2_thm_5(),
             assumptions="uniform gates 1/k; independent zero-mean experts; locally constant routing "
             "(for the Jacobian)",
-            symbolic_check=_check_p2_thm_5,
+            symbolic_check=ck.check_p2_thm_5,
             notes="Exact for uniform gates; softmax gates over the top-k give E[sum g_i^2] in [1/k, 1] "
             "(exact-moe), so 1/k is the best case.",
             related=("exact-moe",),
@@ -401,7 +246,7 @@ def _build() -> dict[str, Lemma]:
             statement=bd.p2_gqa(),
             assumptions="uniform attention over n values; the G heads of a group averaged and treated as "
             "independent",
-            symbolic_check=_check_p2_gqa,
+            symbolic_check=ck.check_p2_gqa,
             notes="Not at init: heads are summed through independent blocks of W_O, not averaged, so the output "
             "variance equals MHA's and does not depend on G (exact-gqa-init).",
             related=("exact-gqa-init",),
@@ -412,11 +257,11 @@ def _build() -> dict[str, Lemma]:
             kind="exact",
             title="Masked linear residual: exact variance",
             statement=sp.Eq(sigma_L**2, rc.masked_linear_variance()),
-            assumptions=_EXACT_INIT + "; D_l = diag(Bernoulli(rho)), no " "1/rho rescaling; alpha = d s^2",
+            assumptions=_EXACT_INIT + "; D_l = diag(Bernoulli(rho)), no 1/rho rescaling; alpha = d s^2",
             closed_form=rc.masked_linear_variance(),
-            symbolic_check=_check_masked_linear,
+            symbolic_check=ck.check_masked_linear,
             growth="Theta(exp(L))",
-            notes="Exponential with rate log(1 + alpha rho), below P2 Theorem 1's " "2 log(1 + sqrt(alpha rho)).",
+            notes="Exponential with rate log(1 + alpha rho), below P2 Theorem 1's 2 log(1 + sqrt(alpha rho)).",
             related=("p2-thm-1",),
         ),
         Lemma(
@@ -427,7 +272,7 @@ def _build() -> dict[str, Lemma]:
             statement=sp.Eq(var_u, rc.weight_decay_variance()),
             assumptions="g_t zero-mean, variance sigma_G^2, independent of u_t and each other; 0 < eta lam <= 1",
             closed_form=rc.weight_decay_variance(),
-            symbolic_check=_check_weight_decay,
+            symbolic_check=ck.check_weight_decay,
             growth="O(1)",
             notes="Converges to eta^2 sigma_G^2/(1 - (1 - eta lam)^2) = eta sigma_G^2/(lam (2 - eta lam)).",
             related=("p2-thm-3",),
@@ -441,7 +286,7 @@ def _build() -> dict[str, Lemma]:
             assumptions=_EXACT_INIT + "; increments v_attn, v_mlp do not depend "
             "on sigma_l (ReLU MLP: v_mlp = d_ff s^2 alpha g^2/2)",
             closed_form=rc.preln_variance(),
-            symbolic_check=_check_preln,
+            symbolic_check=ck.check_preln,
             growth="Theta(L)",
             notes="Linear, not exponential: the norm output has unit variance whatever sigma_l is.",
             related=("p1-lemma-3.2",),
@@ -455,7 +300,7 @@ def _build() -> dict[str, Lemma]:
             assumptions=_EXACT_INIT + "; g_l = 1/sqrt(l); increments homogeneous "
             "of degree 2 in g_l (linear, ReLU, uniform attention), c = the increment at g = 1",
             closed_form=rc.lns_variance(),
-            symbolic_check=_check_lns,
+            symbolic_check=ck.check_lns,
             growth="Theta(log L)",
             notes="SwiGLU's MLP increment is ~ d_ff s^2 alpha^2/(4 l^2) for l >> alpha (any alpha, not only small "
             "alpha), so an MLP-only SwiGLU LNS stack converges; attention keeps the log: its increment "
@@ -472,7 +317,7 @@ def _build() -> dict[str, Lemma]:
             statement=sp.Eq(var_moe, var_expert * sp.Sum(gate(j) ** 2, (j, 1, k))),
             assumptions="experts independent, zero-mean, independent of the gates; gates >= 0 summing to 1",
             closed_form=var_expert / k,
-            symbolic_check=_check_moe,
+            symbolic_check=ck.check_moe,
             notes="sum g_i^2 lies in [1/k, 1]; = 1/k iff the gates are uniform (closed form shown). Softmax gates "
             "over the top-k logits give E[sum g_i^2] > 1/k (computed numerically by theory.predict). The "
             "same factor holds for the Jacobian only with locally constant routing (gate derivatives "
@@ -485,9 +330,9 @@ def _build() -> dict[str, Lemma]:
             kind="exact",
             title="GQA at init: variance independent of G",
             statement=sp.Eq(var_out, rc.gqa_attention_increment()),
-            assumptions=_EXACT_INIT + "; each head its own block of W_O; " "A_2 = E[sum_j a_j^2] of one attention row",
+            assumptions=_EXACT_INIT + "; each head its own block of W_O; A_2 = E[sum_j a_j^2] of one attention row",
             closed_form=rc.gqa_attention_increment(),
-            symbolic_check=_check_gqa_init,
+            symbolic_check=ck.check_gqa_init,
             notes="No 1/G: contradicts P2's sigma_V^2/(G n) at init.",
             related=("p2-gqa",),
         ),
@@ -500,7 +345,7 @@ def _build() -> dict[str, Lemma]:
             assumptions="uniform causal attention a_tj = 1/t (j <= t), independent zero-mean values of variance "
             "sigma_V^2; averaged over query positions t = 1..T",
             closed_form=sigma_V**2 * rc.causal_uniform_attention_factor(),
-            symbolic_check=_check_causal,
+            symbolic_check=ck.check_causal,
             notes="H_T/T ~ log(T)/T, a factor H_T above P2 Theorem 4's 1/T.",
             related=("p2-thm-4",),
         ),
@@ -513,7 +358,7 @@ def _build() -> dict[str, Lemma]:
             assumptions=_EXACT_INIT + "; kappa = ||df/dh||_F/sqrt(d) at unit "
             "input (linear: sqrt(alpha (d-1)/d)); exact for linear, leading order for degree-1 sublayers",
             closed_form=rc.preln_jacobian_deviation(),
-            symbolic_check=_check_jacobian,
+            symbolic_check=ck.check_jacobian,
             growth="Theta(L^(-1/2))",
             notes="Pre-LN: kappa/sqrt(sigma_0^2 + v (l-1)) = Theta(l^-1/2); LNS: Theta(1/sqrt(l log l)); SwiGLU under "
             "LNS has kappa ~ g_l, one more 1/sqrt(l). Linear Pre-LN end-to-end gain^2 = sigma_L^2/sigma_0^2.",
@@ -528,7 +373,7 @@ def _build() -> dict[str, Lemma]:
             assumptions="f = a x/sigma_l + b xi, xi zero-mean, unit variance, "
             "independent of x; a, b constant unless stated",
             closed_form=rc.bridge_variance("aligned"),
-            symbolic_check=_check_bridge,
+            symbolic_check=ck.check_bridge,
             growth="Theta(L^2)",
             notes="a = 0: sigma_0^2 + L b^2 (linear, random init); a > 0 constant: (sigma_0 + L a)^2 + O(L b^2), "
             "quadratic; a = kappa sigma_l: exponential (1 + kappa)^(2L). P1 Lemma 3.2's step equals the "
