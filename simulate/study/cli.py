@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from simulate.study.runner import ORDERS
 from simulate.sweep.cli import add_engine_arguments, check_engine, lost_points, run_points
 from theory.cli import CliParser, fail, output_path
 
@@ -31,6 +32,10 @@ def build_parser() -> CliParser:
                        "format and outputs: docs/studies.md.")
     parser.add_argument("specs", nargs="*", metavar="SPEC.toml", help="study specs (TOML)")
     add_engine_arguments(parser)
+    parser.add_argument("--order", choices=ORDERS, default="longest",
+                        help="the order the models train in: longest first (the shortest wall time when the study "
+                             "runs to its end), or cheapest first (whole cells of the cheaper axis values early, for "
+                             "a study that spans several sittings); default: %(default)s")
     parser.add_argument("--report-only", action="store_true",
                         help="write the reports from the points on disk; train nothing")
     parser.add_argument("--export", default=None, metavar="DEST",
@@ -65,11 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.report_only:
         out = output_path(PROG, args.out, directory=True)
     else:
-        check_engine(args, union_sweep(studies, args.out), PROG)
+        check_engine(args, union_sweep(studies, args.out, args.order), PROG)
         out = output_path(PROG, args.out, directory=True)
         report = run_points(PROG, out, lambda: run_studies(
             studies, out, engine=args.engine, workers=args.workers, address=args.address,
-            progress=args.progress, retry_failed=args.retry_failed))
+            progress=args.progress, retry_failed=args.retry_failed, order=args.order))
         if isinstance(report, int):
             return report
         print(f"{PROG}: {report.total} models ({report.skipped} done before, {report.ran} run now, {report.failed} "

@@ -9,8 +9,10 @@ Layout of ``DIR``::
 
 Studies that share a model (the same Setting, options and seed) share its point: the
 union of their points runs as one sweep (:func:`simulate.sweep.run_sweep`: resumable, local
-pool or Ray), longest first so that the last worker to finish is not the one holding the
-deepest model. A study's key leaves the code version out (:attr:`simulate.sweep.tasks.Task.versioned`):
+pool or Ray), by default longest first so that the last worker to finish is not the one
+holding the deepest model; ``order="cheapest"`` runs the cheapest first instead, so that a
+study which spans several sittings has whole cells of its cheaper axis values, and their
+reports, early (the deepest models come last). A study's key leaves the code version out (:attr:`simulate.sweep.tasks.Task.versioned`):
 a point on disk is reused whatever code made it, its version is in its record, and
 the reports say which versions they rest on.
 """
@@ -25,9 +27,10 @@ from simulate.sweep import SweepReport, run_sweep
 from simulate.sweep.spec import Sweep
 from theory.cli import atomic_write
 
-__all__ = ["RUNS_DIR", "union_sweep", "training_cost", "write_specs", "run_studies"]
+__all__ = ["RUNS_DIR", "ORDERS", "union_sweep", "training_cost", "write_specs", "run_studies"]
 
 RUNS_DIR = "runs"
+ORDERS = ("longest", "cheapest")  # the order the points run in (module docstring)
 
 
 def training_cost(point) -> float:
@@ -44,13 +47,15 @@ def training_cost(point) -> float:
     return float(options["steps"] * options["batch"] * s.tokens * per_token)
 
 
-def union_sweep(studies: list[Study], out: Path) -> Sweep:
-    """The distinct points of ``studies`` (by key), longest first, each with its run directory."""
+def union_sweep(studies: list[Study], out: Path, order: str = "longest") -> Sweep:
+    """The distinct points of ``studies`` (by key) in ``order`` (:data:`ORDERS`), each with its run directory."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
     points: dict[str, object] = {}
     for study in studies:
         for point in study.sweep.points:
             points.setdefault(point.key, point)
-    ordered = sorted(points.values(), key=training_cost, reverse=True)
+    ordered = sorted(points.values(), key=training_cost, reverse=order == "longest")
     fields = tuple(dict.fromkeys(f for study in studies for f in study.sweep.axis_fields))
     runs = Path(out) / RUNS_DIR
     return Sweep("+".join(s.name for s in studies), "study",
@@ -67,10 +72,11 @@ def write_specs(studies: list[Study], out: Path) -> None:
 
 
 def run_studies(studies: list[Study], out: str | Path, *, engine: str = "local", workers: int | None = None,
-                address: str | None = None, progress: bool = False, retry_failed: bool = False) -> SweepReport:
+                address: str | None = None, progress: bool = False, retry_failed: bool = False,
+                order: str = "longest") -> SweepReport:
     """Run every point of ``studies`` that has no file in ``out`` yet (module docstring); the sweep's report."""
     out = Path(out)
     check_names(studies)
     write_specs(studies, out)
-    return run_sweep(union_sweep(studies, out), out, engine=engine, workers=workers, address=address,
+    return run_sweep(union_sweep(studies, out, order), out, engine=engine, workers=workers, address=address,
                      progress=progress, retry_failed=retry_failed)
