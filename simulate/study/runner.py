@@ -27,24 +27,40 @@ from simulate.sweep import SweepReport, run_sweep
 from simulate.sweep.spec import Sweep
 from theory.cli import atomic_write
 
-__all__ = ["RUNS_DIR", "ORDERS", "union_sweep", "training_cost", "write_specs", "run_studies"]
+__all__ = ["RUNS_DIR", "ORDERS", "union_sweep", "point_cost", "write_specs", "run_studies"]
 
 RUNS_DIR = "runs"
 ORDERS = ("longest", "cheapest")  # the order the points run in (module docstring)
 
 
-def training_cost(point) -> float:
-    """A proportional estimate of a point's training work: tokens x the per-token work of its stack.
+def point_cost(point) -> float:
+    """A proportional estimate of a point's work, in block-forwards of one sequence x a block's per-token work.
+
+    Training: 3 passes (forward and backward) of ``batch`` sequences per step through ``L``
+    blocks; probes: about 8 (two forward-mode tangents) of ``probe_batch`` sequences per logged
+    step; scores (P2's, :mod:`simulate.scores`) on ``sequences`` held-out sequences: the base
+    run, three runs from each block onwards (pruning, causal, usefulness) and one from the
+    first block of each permuted pair, which at L=64 outweighs 400 training steps.
 
     >>> from theory.setting import Setting
     >>> from simulate.sweep.spec import Point
-    >>> point = lambda depth: Point(0, "study", Setting(depth=depth), 0, {"steps": 10, "batch": 2}, {}, "")
-    >>> training_cost(point(8)) / training_cost(point(4))
-    2.0
+    >>> options = {"steps": 400, "batch": 16, "log_every": 25, "probe_batch": None, "sequences": 64, "pairs": "all"}
+    >>> point = lambda depth: Point(0, "study", Setting(depth=depth), 0, options, {}, "")
+    >>> round(point_cost(point(64)) / point_cost(point(32)), 2)  # the permutation runs grow as L^3
+    4.96
     """
     s, options = point.setting, point.options
-    per_token = s.depth * (4 * s.width**2 + 3 * s.width * s.resolved_ffn_width + 2 * s.tokens * s.width)
-    return float(options["steps"] * options["batch"] * s.tokens * per_token)
+    depth, scored = s.depth, bool(options.get("scores", True))
+    per_token = 4 * s.width**2 + 3 * s.width * s.resolved_ffn_width + 2 * s.tokens * s.width
+    logged = options["steps"] // options["log_every"] + 1
+    probe_batch = options["probe_batch"] or options["batch"]
+    pairs = options["pairs"]
+    permuted = sum(depth - first + 1 for first in range(1, depth + 1) for second in range(first + 1, depth + 1)
+                   if pairs == "all" or second - first <= pairs)
+    score_passes = depth + 3 * depth * (depth + 1) / 2 + permuted if scored else 0
+    forwards = (3 * options["steps"] * options["batch"] + 8 * logged * probe_batch) * depth \
+        + options["sequences"] * score_passes
+    return float(forwards * s.tokens * per_token)
 
 
 def union_sweep(studies: list[Study], out: Path, order: str = "longest") -> Sweep:
@@ -55,7 +71,7 @@ def union_sweep(studies: list[Study], out: Path, order: str = "longest") -> Swee
     for study in studies:
         for point in study.sweep.points:
             points.setdefault(point.key, point)
-    ordered = sorted(points.values(), key=training_cost, reverse=order == "longest")
+    ordered = sorted(points.values(), key=point_cost, reverse=order == "longest")
     fields = tuple(dict.fromkeys(f for study in studies for f in study.sweep.axis_fields))
     runs = Path(out) / RUNS_DIR
     return Sweep("+".join(s.name for s in studies), "study",

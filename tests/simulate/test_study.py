@@ -120,11 +120,11 @@ def test_studies_that_share_models_train_them_once(tiny_study, tmp_path):
 
 
 def test_the_union_runs_longest_or_cheapest_first(tmp_path):
-    from simulate.study.runner import training_cost, union_sweep
+    from simulate.study.runner import point_cost, union_sweep
 
     study = load_study(_spec(tmp_path, depths="2, 4, 3"))
-    longest = [training_cost(p) for p in union_sweep([study], tmp_path).points]
-    cheapest = [training_cost(p) for p in union_sweep([study], tmp_path, "cheapest").points]
+    longest = [point_cost(p) for p in union_sweep([study], tmp_path).points]
+    cheapest = [point_cost(p) for p in union_sweep([study], tmp_path, "cheapest").points]
     assert longest == sorted(longest, reverse=True) and cheapest == sorted(longest) and longest[0] > longest[-1]
     with pytest.raises(ValueError, match="order must be one of longest, cheapest"):
         union_sweep([study], tmp_path, "random")
