@@ -31,9 +31,9 @@ __all__ = ["study_depth", "study_pruning", "study_lns_gain", "study_phase", "dep
 
 _LABEL = {"pre": "Pre-LN", "lns": "LNS"}
 _COLOR = {"pre": "C0", "lns": "C3"}
-_GAIN = (("p1-lns-loss", "held-out loss, LNS - Pre-LN (nats/byte)"),
-         ("p1-lns-angular", "deep-half angular distance, LNS - Pre-LN"),
-         ("p1-lns-prune", "deep-half pruning drop, LNS - Pre-LN (nats)"))
+_GAIN = (("p1-lns-loss", "held-out loss", "nats/byte"),
+         ("p1-lns-angular", "deep-half angular distance", "arccos(cos) / pi"),
+         ("p1-lns-prune", "deep-half pruning drop", "nats/byte"))
 _AXIS_LABEL = {"depth": "depth L (blocks)", "width": "width d", "steps": "training steps", "lr": "peak learning rate"}
 
 
@@ -67,10 +67,11 @@ def _log_axis(ax, values, axis: str) -> None:
     ax.set_xlabel(_AXIS_LABEL[axis])
 
 
-def _mean_profile(models, scheme: str, depth: int) -> np.ndarray:
+def _mean_profile(models, scheme: str, depth: int) -> np.ndarray | None:
+    """The mean last-step variance profile over the ok models of one cell (None while none is trained)."""
     curves = [var_profiles(m.table, depth) for m in models
               if m.status == "ok" and m.scheme == scheme and m.point.setting.depth == depth]
-    return np.mean([c[max(c)] for c in curves], axis=0)  # (L+1,)
+    return np.mean([c[max(c)] for c in curves], axis=0) if curves else None  # (L+1,)
 
 
 def depth_figure(results=ATLAS_DIR):
@@ -83,6 +84,8 @@ def depth_figure(results=ATLAS_DIR):
     for ax, scheme in zip(axes[0, :2], ("pre", "lns")):
         for depth in depths:
             profile = _mean_profile(models, scheme, int(depth))
+            if profile is None:  # a depth of an unfinished atlas
+                continue
             ax.plot(np.arange(len(profile)), profile, lw=1, color=colors[depth], label=f"L={depth}")
         ax.set_yscale("log")
         ax.set_xlabel("layer l")
@@ -128,14 +131,15 @@ def lns_gain_figure(results=ATLAS_DIR):
     fig, axes = new_figure(ncols=3, nrows=3, width=2.5, height=2.0)
     for col, name in enumerate(("depth", "width", "steps")):
         levels = atlas_results(name, results).levels
-        for row, (claim, label) in enumerate(_GAIN):
+        for row, (claim, label, unit) in enumerate(_GAIN):
             ax = axes[row, col]
+            ax.set_title(f"{label}, LNS - Pre-LN", fontsize=7)
             band = levels[levels["claim"] == claim].sort_values(name)
             _errorbars(ax, band, name, color="C2")
             ax.axhline(0.0, color="k", lw=0.6)
             _log_axis(ax, band[name], name)
             if col == 0:
-                ax.set_ylabel(label, fontsize=7)
+                ax.set_ylabel(unit)
     return fig
 
 
@@ -143,23 +147,24 @@ def phase_figure(results=ATLAS_DIR):
     """The learning-rate x depth phase diagram: trained growth class and exponent, and the held-out loss."""
     results_ = atlas_results("lr_depth", results)
     levels, points = results_.levels, results_.points
-    fig, axes = new_figure(ncols=3, width=2.9, height=2.5)
+    fig, axes = new_figure(ncols=3, width=3.4, height=2.5)
     for ax, (claim, scheme) in zip(axes[0, :2], (("p1-lemma-3.2-growth", "pre"), ("p1-lns-growth", "lns"))):
         rows = levels[(levels["claim"] == claim) & (levels["statistic"] == "var_growth")]
-        lrs, depths = sorted(rows["lr"].unique()), sorted(rows["depth"].unique())
+        lrs, depths = sorted(points["lr"].unique()), sorted(points["depth"].unique())  # every planned cell
         grid = np.full((len(depths), len(lrs)), np.nan)  # (depths, lrs)
         for r in rows.itertuples():
             if r.growth_class == "polynomial":
                 grid[depths.index(r.depth), lrs.index(r.lr)] = r.mean
         ax.set_facecolor("0.85")  # cells that are not polynomial stay grey, named by their text
         ax.grid(False)
-        mesh = ax.pcolormesh(np.arange(len(lrs)), np.arange(len(depths)), grid, shading="nearest", cmap="viridis",
-                             vmin=0.0, vmax=max(2.0, float(np.nanmax(grid, initial=0.0))))
-        for r in rows.itertuples():
-            text = {"polynomial": f"p={r.mean:.2f}", "exponential": f"exp, r={r.mean:.2g}"}.get(
-                r.growth_class, "undet.")
-            ax.text(lrs.index(r.lr), depths.index(r.depth), text, ha="center", va="center", fontsize=6,
-                    bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.8, "lw": 0})
+        mesh = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest",
+                         vmin=0.0, vmax=max(2.0, float(np.nanmax(grid, initial=0.0))))
+        texts = {(r.depth, r.lr): {"polynomial": f"p={r.mean:.2f}", "exponential": f"exp r={r.mean:.2g}"}.get(
+            r.growth_class, "undet.") for r in rows.itertuples()}
+        for i, depth in enumerate(depths):
+            for j, lr in enumerate(lrs):
+                ax.text(j, i, texts.get((depth, lr), "pending"), ha="center", va="center", fontsize=7,
+                        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.8, "lw": 0})
         ax.set_xticks(range(len(lrs)), [f"{lr:g}" for lr in lrs], fontsize=7)
         ax.set_yticks(range(len(depths)), [str(d) for d in depths])
         ax.set_xlabel(_AXIS_LABEL["lr"])
@@ -170,6 +175,8 @@ def phase_figure(results=ATLAS_DIR):
     for scheme in ("pre", "lns"):
         for depth, style in zip(sorted(points["depth"].unique()), ("-", "--")):
             band = axis_band(points[points["depth"] == depth], "val_loss", "lr", scheme)
+            if band.empty:  # a depth of an unfinished atlas
+                continue
             _errorbars(ax, band, "lr", color=_COLOR[scheme], linestyle=style, label=f"{_LABEL[scheme]}, L={depth}")
     _log_axis(ax, points["lr"], "lr")
     ax.set_ylabel("held-out loss (nats/byte)")

@@ -4,7 +4,8 @@ With a study whose axes include ``depth`` (the atlas's ``depth``), the laws of
 :mod:`simulate.study.extrapolation` are fitted per scheme on every model of the given
 studies trained with that study's recipe (the same Setting and options but for depth, width
 and its linked fields, and training length), except the deepest depth, which is predicted
-without being used (the extrapolation test). Then the laws are run at the papers' sizes
+without being used (the extrapolation test; while the study is unfinished, the deepest depth
+with two finished models of each scheme). Then the laws are run at the papers' sizes
 (:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations.
 ``extrapolation.csv`` has one row per scheme and quantity (columns ``scheme, kind, name,
 value, low, high, detail``; kinds ``alpha``, ``beta``, ``gamma`` for the coefficients,
@@ -14,6 +15,7 @@ value, low, high, detail``; kinds ``alpha``, ``beta``, ``gamma`` for the coeffic
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -47,6 +49,19 @@ def recipe_models(studies, out) -> tuple[object, list]:
     return depth_study, [m for m in models.values() if _recipe(m) in reference]
 
 
+def _held_out_depth(depth_study, models) -> tuple[int, int]:
+    """(the depth the test predicts, the deepest depth of the study): the deepest depth at which every
+    scheme of the study has two finished models (an interval needs two), the deepest planned one before any."""
+    keys = {p.key for p in depth_study.sweep.points}
+    planned = max(p.setting.depth for p in depth_study.sweep.points)
+    schemes = {p.setting.scheme for p in depth_study.sweep.points}
+    finished = Counter((m.point.setting.depth, m.point.setting.scheme) for m in models
+                       if m.status == "ok" and m.point.key in keys)
+    tested = [depth for depth in sorted({d for d, _ in finished}, reverse=True)
+              if all(finished[depth, scheme] >= 2 for scheme in schemes)]
+    return (tested[0] if tested else planned), planned
+
+
 def _interval(estimate) -> str:
     mean, low, high = estimate
     return f"{mean:.3g} [{low:.3g}, {high:.3g}]" if math.isfinite(low) else f"{mean:.3g}"
@@ -57,14 +72,15 @@ def write_extrapolation(studies, out) -> Path | None:
     depth_study, models = recipe_models(studies, out)
     if depth_study is None:
         return None
-    held_out = max(p.setting.depth for p in depth_study.sweep.points)
+    held_out, planned = _held_out_depth(depth_study, models)
     samples = bridge_samples(models)
     fitted = samples[samples["depth"] < held_out].groupby(["scheme", "depth", "width", "steps", "seed"]).ngroups \
         if len(samples) else 0
     lines = ["# Theory meets training: bridge laws, their extrapolation test, the papers' sizes", "",
              f"Laws fitted on {fitted} trained models of {', '.join(s.name for s in studies)} (the recipe of study "
-             f"`{depth_study.name}`) without depth L={held_out}, which is predicted. Definitions: "
-             "docs/studies.md#extrapolation.", ""]
+             f"`{depth_study.name}`) without depth L={held_out}, which is predicted"
+             + ("" if held_out == planned else f" (the deepest depth with two finished models of each scheme: "
+                f"L={planned} is not trained yet)") + ". Definitions: docs/studies.md#extrapolation.", ""]
     rows = []
     for scheme in sorted(samples["scheme"].unique()) if len(samples) else []:
         try:

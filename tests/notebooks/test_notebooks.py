@@ -77,10 +77,10 @@ PRINTED = {
         r"lns: growth exponent of var [\d.]+ \+- [\d.]+ at L=8, [\d.]+ \+- [\d.]+ at L=16",
     ],
     "08_studies": [
-        r"depth: 30 models \(\d+ ok, \d+ failed\), 3 seeds, [\d.]+ h of one CPU thread",
+        r"depth: 30 models \(\d+ ok, \d+ failed, \d+ pending\), 3 seeds, [\d.]+ h of one CPU thread",
         r"\d+ of \d+ trend verdicts on a claimed direction hold, \d+ are violated, \d+ inconclusive",
         r"phase diagram, Pre-LN at L=8: lr 0\.0003: \w+ ",
-        r"extrapolation test, pre: last_log_error = \S+ \[\S+, \S+\] \(L=64, 3 seeds\)",
+        r"extrapolation test, pre: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] seeds\)",
     ],
 }
 

@@ -110,6 +110,20 @@ def test_a_second_run_trains_nothing_and_rewrites_the_same_reports(tiny_study, t
     assert {name: (out / "tiny" / name).read_bytes() for name in before} == before
 
 
+def test_the_extrapolation_predicts_the_deepest_depth_that_has_finished(tiny_study, tmp_path):
+    """While a deeper depth is untrained, the test holds out the deepest one with two models per scheme."""
+    from simulate.study.extrapolation_report import write_extrapolation
+
+    study, out, _ = tiny_study
+    whole = write_extrapolation([study], out).read_text()
+    assert "without depth L=4, which is predicted." in whole
+    deeper = load_study(_spec(tmp_path, depths="2, 4, 8"))
+    partial = write_extrapolation([deeper], out).read_text()
+    assert "without depth L=4, which is predicted (the deepest depth with two finished models of each scheme: " \
+           "L=8 is not trained yet)." in partial
+    write_extrapolation([study], out)  # the fixture's own report again
+
+
 def test_studies_that_share_models_train_them_once(tiny_study, tmp_path):
     study, out, _ = tiny_study
     deeper = load_study(_spec(tmp_path, name="deeper", depths="4, 8"))
