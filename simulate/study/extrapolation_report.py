@@ -4,8 +4,8 @@ With a study whose axes include ``depth`` (the atlas's ``depth``), the laws of
 :mod:`simulate.study.extrapolation` are fitted per scheme on every model of the given
 studies trained with that study's recipe (the same Setting and options but for depth, width
 and its linked fields, and training length), except the deepest depth, which is predicted
-without being used (the extrapolation test; while the study is unfinished, the deepest depth
-with two finished models of each scheme). Then the laws are run at the papers' sizes
+without being used (the extrapolation test, on the depth study's own models of that depth;
+while the study is unfinished, the deepest depth with two finished models of each scheme). Then the laws are run at the papers' sizes
 (:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations.
 ``extrapolation.csv`` has one row per scheme and quantity (columns ``scheme, kind, name,
 value, low, high, detail``; kinds ``alpha``, ``beta``, ``gamma`` for the coefficients,
@@ -73,7 +73,11 @@ def write_extrapolation(studies, out) -> Path | None:
     if depth_study is None:
         return None
     held_out, planned = _held_out_depth(depth_study, models)
-    samples = bridge_samples(models)
+    depth_keys = {p.key for p in depth_study.sweep.points}
+    # fitted: every recipe model shallower than the held-out depth; tested: the depth study's own models at
+    # that depth (a width or steps model of the same depth lies outside the fitted range of d or steps)
+    samples = bridge_samples([m for m in models if m.point.setting.depth < held_out
+                              or (m.point.setting.depth == held_out and m.point.key in depth_keys)])
     fitted = samples[samples["depth"] < held_out].groupby(["scheme", "depth", "width", "steps", "seed"]).ngroups \
         if len(samples) else 0
     lines = ["# Theory meets training: bridge laws, their extrapolation test, the papers' sizes", "",
