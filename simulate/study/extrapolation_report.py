@@ -5,7 +5,8 @@ With a study whose axes include ``depth`` (the atlas's ``depth``), the laws of
 studies trained with that study's recipe (the same Setting and options but for depth, width
 and its linked fields, and training length), except the deepest depth, which is predicted
 without being used (the extrapolation test, on the depth study's own models of that depth;
-while the study is unfinished, the deepest depth with two finished models of each scheme). Then the laws are run at the papers' sizes
+while the study is unfinished, the deepest depth with two finished models of each scheme).
+Then the laws are run at the papers' sizes
 (:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations.
 ``extrapolation.csv`` has one row per scheme and quantity (columns ``scheme, kind, name,
 value, low, high, detail``; kinds ``alpha``, ``beta``, ``gamma`` for the coefficients,

@@ -12,7 +12,8 @@ union of their points runs as one sweep (:func:`simulate.sweep.run_sweep`: resum
 pool or Ray), by default longest first so that the last worker to finish is not the one
 holding the deepest model; ``order="cheapest"`` runs the cheapest first instead, so that a
 study which spans several sittings has whole cells of its cheaper axis values, and their
-reports, early (the deepest models come last). A study's key leaves the code version out (:attr:`simulate.sweep.tasks.Task.versioned`):
+reports, early (the deepest models come last); both rank by :func:`point_cost`. A study's
+key leaves the code version out (:attr:`simulate.sweep.tasks.Task.versioned`):
 a point on disk is reused whatever code made it, its version is in its record, and
 the reports say which versions they rest on.
 """
