@@ -50,10 +50,9 @@ def recipe_models(studies, out) -> tuple[object, list]:
     return depth_study, [m for m in models.values() if _recipe(m) in reference]
 
 
-def _held_out_depth(depth_study, models) -> tuple[int, int]:
-    """(the depth the test predicts, the deepest depth of the study): the deepest depth at which every
-    scheme of the study has two finished models (an interval needs two), the deepest planned one before any."""
-    keys = {p.key for p in depth_study.sweep.points}
+def _held_out_depth(depth_study, models, keys: set) -> tuple[int, int]:
+    """(the depth the test predicts, the deepest depth of the study, whose points have ``keys``): the deepest
+    depth at which every scheme has two finished models (an interval needs two), the deepest planned before any."""
     planned = max(p.setting.depth for p in depth_study.sweep.points)
     schemes = {p.setting.scheme for p in depth_study.sweep.points}
     finished = Counter((m.point.setting.depth, m.point.setting.scheme) for m in models
@@ -73,8 +72,8 @@ def write_extrapolation(studies, out) -> Path | None:
     depth_study, models = recipe_models(studies, out)
     if depth_study is None:
         return None
-    held_out, planned = _held_out_depth(depth_study, models)
     depth_keys = {p.key for p in depth_study.sweep.points}
+    held_out, planned = _held_out_depth(depth_study, models, depth_keys)
     # fitted: every recipe model shallower than the held-out depth; tested: the depth study's own models at
     # that depth (a width or steps model of the same depth lies outside the fitted range of d or steps)
     samples = bridge_samples([m for m in models if m.point.setting.depth < held_out
