@@ -106,13 +106,20 @@ def test_verify_writes_nothing_and_points_at_the_cache(tmp_path):
 
 def test_simulate_raises_with_the_layers_completed_before_ctrl_c():
     setting = Setting(block="linear", scheme="pre", depth=1_000_000, width=8, tokens=2)
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    done = threading.Event()
+
+    def press_ctrl_c():  # again every second until the call returns: a press before the run starts is lost
+        while not done.wait(1.0):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    presser = threading.Thread(target=press_ctrl_c, daemon=True)
+    presser.start()
     try:
         with pytest.raises(SimulationInterrupted) as caught:
             simulate(setting, samples=2, metrics="var,angular", device="cpu")
     finally:
-        timer.cancel()
+        done.set()
+        presser.join()
     stop = caught.value
     assert isinstance(stop, KeyboardInterrupt) and stop.signum == signal.SIGINT and stop.layer >= 1
     table = stop.table
