@@ -108,7 +108,7 @@ def test_simulate_raises_with_the_layers_completed_before_ctrl_c():
     setting = Setting(block="linear", scheme="pre", depth=1_000_000, width=8, tokens=2)
     done = threading.Event()
 
-    def press_ctrl_c():  # again every second until the call returns: a press before the run starts is lost
+    def press_ctrl_c():  # again every second until the call returns (under load, one press was seen to be lost)
         while not done.wait(1.0):
             os.kill(os.getpid(), signal.SIGINT)
 
