@@ -5,8 +5,9 @@
 claims), :mod:`~simulate.study.point` (what one model computes), :mod:`~simulate.study.runner`
 (each distinct model once, resumable), :mod:`~simulate.study.claims` (the papers' claims),
 :mod:`~simulate.study.statistics` (per-model statistics), :mod:`~simulate.study.trends`
-(levels, slopes, crossings, verdicts), :mod:`~simulate.study.report` (the files). Formats:
-docs/formats.md; the recipe and the atlas: docs/studies.md.
+(levels, slopes, crossings, verdicts), :mod:`~simulate.study.report` (the files),
+:mod:`~simulate.study.export` and :mod:`~simulate.study.provenance` (a copy to commit and its
+README). Formats: docs/formats.md; the recipe and the atlas: docs/studies.md.
 
 Names are loaded on first use (importing the package imports no torch).
 """

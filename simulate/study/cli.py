@@ -6,9 +6,10 @@ written), runs the models that have no point in ``DIR`` yet (each distinct model
 (:mod:`simulate.study.report`) and, with a depth study among them, ``DIR/extrapolation.md``
 (:mod:`simulate.study.extrapolation_report`). ``--report-only`` rebuilds the reports from
 the points on disk without training anything; ``--export DEST`` also writes a copy without
-weights, small enough to commit (:mod:`simulate.study.export`), with its own reports. Engine flags
-are the sweep's. An interrupt keeps the finished points and exits 130/143; re-running the
-same command resumes (an interrupted training resumes from its last checkpoint).
+weights, small enough to commit (:mod:`simulate.study.export`), with its own reports and a
+``README.md`` (:mod:`simulate.study.provenance`). Engine flags are the sweep's. An interrupt
+keeps the finished points and exits 130/143; re-running the same command resumes (an
+interrupted training resumes from its last checkpoint).
 """
 
 from __future__ import annotations
@@ -85,10 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     _write_reports(studies, out, command)
     if args.export is not None:
         from simulate.study.export import export_study_points
+        from simulate.study.provenance import write_results_readme
 
         count = export_study_points(studies, out, dest)
         print(f"{PROG}: {count} models copied without weights to {dest}", file=sys.stderr)
         _write_reports(studies, dest, command)
+        readme = write_results_readme(studies, args.export, args.specs, args.out, command)
+        print(f"what the copy holds and how to go on -> {readme}")
     return 0
 
 

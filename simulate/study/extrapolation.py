@@ -20,7 +20,8 @@ with the law's ``a`` and ``b`` at each block.
 The **extrapolation test** fits the law on the shallower models and predicts the profile
 of the deepest ones without using them: per held-out model, the error of
 ``log var_L`` (predicted minus measured, the last layer) and the mean over layers of
-``|log(predicted/measured)|``, with a t interval over the held-out seeds. The bridge
+``|log(predicted/measured)|``, with a t interval over the held-out seeds; the same errors on
+the fitted models of the deepest fitted depth say how well the law fits its own data. The bridge
 predicts the mean square; ``var`` differs from it by the token-mean term (docs/trained.md),
 which is part of the error reported. At the papers' sizes (:func:`paper_predictions`) the
 profile's growth class is that of :func:`simulate.scores.growth_claims.growth_summary`, with
@@ -44,7 +45,8 @@ from simulate.scores.growth_claims import describe_growth, growth_summary, t_int
 from theory.meanfield.bridge import bridge_profile
 
 __all__ = ["BLOCK_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw", "LawError", "bridge_samples", "fit_law",
-           "predict_profile", "extrapolation_test", "paper_predictions"]
+           "predict_profile", "profile_errors", "extrapolation_test",
+           "paper_predictions"]
 
 BLOCK_TERMS = ("1", "log l", "l/L", "log sigma", "log d", "log steps")
 FIRST_TERMS = ("1", "log d", "log steps")
@@ -157,24 +159,39 @@ def predict_profile(law: BridgeLaw, depth: int, width: float | None = None, step
     return np.array(profile)  # (L,) blocks 1..L; inf from the block where the prediction leaves float64
 
 
+def profile_errors(law: BridgeLaw, models: pd.DataFrame) -> pd.DataFrame:
+    """Per model in ``models`` (samples of one depth): the law's profile against the measured one
+    (``last_log_error``, ``mean_abs_log_error``, ``measured_last``, ``predicted_last``; module docstring)."""
+    errors = []
+    for (seed, depth, width, steps), rows in models.groupby(["seed", "depth", "width", "steps"]):
+        rows = rows.sort_values("layer")
+        predicted = predict_profile(law, depth, width, steps)  # (L,)
+        log_ratio = np.log(predicted / rows["var"].to_numpy(float))  # (L,)
+        errors.append({"seed": seed, "width": width, "steps": steps, "last_log_error": float(log_ratio[-1]),
+                       "mean_abs_log_error": float(np.mean(np.abs(log_ratio))),
+                       "measured_last": float(rows["var"].iloc[-1]), "predicted_last": float(predicted[-1])})
+    return pd.DataFrame(errors, columns=["seed", "width", "steps", "last_log_error", "mean_abs_log_error",
+                                         "measured_last", "predicted_last"])
+
+
+def _intervals(errors: pd.DataFrame) -> dict:
+    return {name: t_interval(errors[name]) if len(errors) else None
+            for name in ("last_log_error", "mean_abs_log_error")}
+
+
 def extrapolation_test(samples: pd.DataFrame, held_out_depth: int) -> dict:
     """Fit on the models shallower than ``held_out_depth`` and predict those of that depth (module docstring).
 
-    Returns the law, the per-model errors and their t intervals over the held-out seeds.
+    Returns the law, the held-out models' errors (``errors``) and their t intervals over seeds
+    (``test``), and the same on the fitted models of the deepest fitted depth (``fit_errors``,
+    ``fit``): a law that misses its own data says little about a deeper model.
     """
-    law = fit_law(samples[samples["depth"] < held_out_depth])
-    tests = samples[samples["depth"] == held_out_depth]
-    errors = []
-    for (seed, width, steps), rows in tests.groupby(["seed", "width", "steps"]):
-        rows = rows.sort_values("layer")
-        predicted = predict_profile(law, held_out_depth, width, steps)  # (L,)
-        log_ratio = np.log(predicted / rows["var"].to_numpy(float))  # (L,)
-        errors.append({"seed": seed, "last_log_error": float(log_ratio[-1]),
-                       "mean_abs_log_error": float(np.mean(np.abs(log_ratio))),
-                       "measured_last": float(rows["var"].iloc[-1]), "predicted_last": float(predicted[-1])})
-    errors = pd.DataFrame(errors)
-    return {"law": law, "errors": errors, "last": t_interval(errors["last_log_error"]) if len(errors) else None,
-            "mean_abs": t_interval(errors["mean_abs_log_error"]) if len(errors) else None}
+    fitting = samples[samples["depth"] < held_out_depth]
+    law = fit_law(fitting)
+    errors = profile_errors(law, samples[samples["depth"] == held_out_depth])
+    fit_errors = profile_errors(law, fitting[fitting["depth"] == fitting["depth"].max()])
+    return {"law": law, "errors": errors, "test": _intervals(errors), "fit_errors": fit_errors,
+            "fit": _intervals(fit_errors)}
 
 
 def paper_predictions(law: BridgeLaw, sizes=PAPER_SIZES) -> pd.DataFrame:

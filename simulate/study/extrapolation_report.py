@@ -10,7 +10,8 @@ Then the laws are run at the papers' sizes
 (:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations.
 ``extrapolation.csv`` has one row per scheme and quantity (columns ``scheme, kind, name,
 value, low, high, detail``; kinds ``alpha``, ``beta``, ``gamma`` for the coefficients,
-``test`` for the errors, ``paper`` for the extrapolations).
+``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
+deepest fitted depth, ``paper`` for the extrapolations).
 """
 
 from __future__ import annotations
@@ -101,14 +102,21 @@ def write_extrapolation(studies, out) -> Path | None:
                   + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.terms, law.alpha)) + "; log(b/sigma) = "
                   + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.terms, law.beta)) + "; log var_1 = "
                   + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.first_terms, law.gamma)) + ".", ""]
-        if len(errors):
-            for name, estimate in (("last_log_error", result["last"]), ("mean_abs_log_error", result["mean_abs"])):
-                rows.append({"scheme": scheme, "kind": "test", "name": name, "value": estimate[0],
-                             "low": estimate[1], "high": estimate[2], "detail": f"L={held_out}, {len(errors)} seeds"})
-            lines += [f"Extrapolation test, L={held_out} ({len(errors)} seeds, never used in the fit): log(predicted "
-                      f"var_L / measured) = {_interval(result['last'])}; mean over layers of |log ratio| = "
-                      f"{_interval(result['mean_abs'])} (95 % t intervals over seeds).", "",
-                      markdown_table(errors), ""]
+        fitted_depth = int(samples.loc[(samples["scheme"] == scheme) & (samples["depth"] < held_out), "depth"].max())
+        for kind, table, label in (
+                ("test", errors, f"Extrapolation test, L={held_out} ({len(errors)} models, never used in the fit)"),
+                ("fit", result["fit_errors"], f"The law on its own data, L={fitted_depth} ({len(result['fit_errors'])} "
+                                              "fitted models, each at its width and steps)")):
+            if not len(table):
+                continue
+            intervals = result[kind]
+            depth = held_out if kind == "test" else fitted_depth
+            rows += [{"scheme": scheme, "kind": kind, "name": name, "value": estimate[0], "low": estimate[1],
+                      "high": estimate[2], "detail": f"L={depth}, {len(table)} models"}
+                     for name, estimate in intervals.items()]
+            lines += [f"{label}: log(predicted var_L / measured) = {_interval(intervals['last_log_error'])}; mean "
+                      f"over layers of |log ratio| = {_interval(intervals['mean_abs_log_error'])} (95 % t intervals "
+                      "over models).", "", markdown_table(table), ""]
         papers = paper_predictions(law)
         rows += [{"scheme": scheme, "kind": "paper", "name": r.model, "value": r.exponent if r.growth_class
                   == "polynomial" else r.rate, "detail": r.description} for r in papers.itertuples()]

@@ -20,6 +20,7 @@ from simulate.study import read_study, write_reports
 from simulate.study.analysis import load_models
 from simulate.study.atlas import ATLAS_DIR, ATLAS_NAMES, atlas_studies
 from simulate.study.claims import CLAIMS
+from simulate.study.provenance import results_readme
 from simulate.study.report import REPORT_FILES
 from simulate.study.statistics import STATISTICS, model_statistics
 
@@ -48,7 +49,10 @@ def test_every_study_is_shipped_with_what_it_rests_on(studies):
         assert len(ok) and ok["epochs"].max() < 2.0, f"{name}: no model, or one saw its corpus more than twice"
         assert ok[list(STATISTICS)].notna().any().all(), f"{name}: a statistic is missing from every model"
     readme = (ATLAS_DIR / "README.md").read_text()
-    assert f"{len(finished)} of the {len(planned)} models" in readme, "results/atlas/README.md: the count is stale"
+    assert f"**{len(finished)} of the {len(planned)} models**" in readme, "results/atlas/README.md: the count is stale"
+    written = results_readme(list(studies.values()), str(ATLAS_DIR), [], "atlas", "")
+    cells = [line for line in written.splitlines() if line.startswith("- `")]
+    assert len(cells) == len(ATLAS_NAMES) and all(line in readme for line in cells), "README: the cells are stale"
     assert (ATLAS_DIR / "extrapolation.md").is_file() and (ATLAS_DIR / "extrapolation.csv").is_file()
 
 

@@ -8,6 +8,7 @@ are tested on synthetic data in tests/simulate/test_study_trends.py.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -286,6 +287,22 @@ def test_an_export_keeps_what_the_reports_read_and_drops_the_weights(tiny_study,
     assert sum(f.stat().st_size for f in files) < sum(f.stat().st_size for f in (out / "points").glob("*.parquet"))
     shipped, original = read_study(dest, "tiny").points, read_study(out, "tiny").points
     assert np.allclose(shipped["val_loss"], original["val_loss"], rtol=1e-6)
+    readme = (dest / "README.md").read_text()
+    assert "**8 of the 8 models** of the studies `tiny` are here (8 ok, 0 failed); the other 0" in readme
+    assert f"--report-only --export {dest}" in readme and f"cp {dest}/points/*.parquet {out}/points/" in readme
+
+
+def test_a_results_readme_counts_what_is_pending(tiny_study, tmp_path):
+    from simulate.study.provenance import results_readme
+
+    study, out, _ = tiny_study
+    shutil.copytree(out / "points", tmp_path / "points")
+    removed = study.sweep.points[0]
+    (tmp_path / "points" / f"{removed.key}.parquet").unlink()
+    readme = results_readme([study], str(tmp_path), ["tiny.toml"], "mine", "the export command")
+    assert "**7 of the 8 models**" in readme and "the other 1 are pending" in readme
+    cell = "/".join(str(removed.axes[a]) for a in study.axes)
+    assert f"{cell} {removed.setting.scheme}: 1/2" in readme, readme
 
 
 def test_an_export_into_its_own_directory_is_refused(tiny_study, capsys):

@@ -53,15 +53,17 @@ def test_the_law_is_recovered_and_predicts_the_deepest_models():
     fitted = dict(zip(law.terms, law.beta))
     for term, value in BETA.items():
         assert fitted[term] == pytest.approx(value, abs=0.05), (term, fitted[term], value)
-    mean, low, high = result["mean_abs"]
+    mean, low, high = result["test"]["mean_abs_log_error"]
     print(f"mean |log(predicted/measured)| at L=64: {mean:.4f} [{low:.4f}, {high:.4f}]")
-    assert mean < 0.02 and abs(result["last"][0]) < 0.03
+    assert mean < 0.02 and abs(result["test"]["last_log_error"][0]) < 0.03
+    assert len(result["fit_errors"]) == 3 and result["fit"]["mean_abs_log_error"][0] < 0.02  # L=32, fitted
 
 
 def test_negative_control_a_dependence_outside_the_family_is_predicted_badly():
     """b grows with the total depth L itself (not l/L): the law fitted on L <= 32 misses L = 64."""
     result = extrapolation_test(_samples(noise=0.002, extra_b=lambda l, L: 0.5 * math.log(L / 4)), held_out_depth=64)
-    assert result["mean_abs"][0] > 0.1, result["mean_abs"]
+    assert result["test"]["mean_abs_log_error"][0] > 0.1, result["test"]
+    assert result["fit"]["mean_abs_log_error"][0] < 0.1, result["fit"]  # while it fits its own data
 
 
 def test_too_few_fitting_models_are_refused():

@@ -1,0 +1,105 @@
+"""A results folder's ``README.md``: what is in it, what made it, and how to go on.
+
+``python -m simulate study ... --export DEST`` writes it beside the copy
+(:mod:`simulate.study.export`), from the copied points alone, so that it cannot disagree with
+them: how many of the planned models are there (ok, failed) and how many are pending, the
+models per cell of each study, the code versions and hosts of their records, the time span in
+which they finished and their CPU time, the command that exported the folder and the one that
+goes on from it. ``results/atlas/README.md`` is such a file.
+
+>>> print(_cell_line("depth", {(16, "pre"): (0, 3), (4, "pre"): (3, 3), (4, "lns"): (1, 3)}))
+- `depth`: 4 lns: 1/3, 4 pre: 3/3, 16 pre: 0/3
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+from simulate.study.analysis import load_models
+from theory.cli import atomic_write
+
+__all__ = ["README", "results_readme", "write_results_readme"]
+
+README = "README.md"
+
+
+def _label(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _cell_line(name: str, cells: dict[tuple, tuple[int, int]]) -> str:
+    """``- `NAME`: VALUES SCHEME: finished/planned, ...``, the cells in the order of their values."""
+    parts = [f"{'/'.join(_label(v) for v in cell[:-1])} {cell[-1]}: {done}/{planned}"
+             for cell, (done, planned) in sorted(cells.items())]
+    return f"- `{name}`: {', '.join(parts)}"
+
+
+def _study_cells(study, models) -> dict[tuple, tuple[int, int]]:
+    """(axis values..., scheme) -> (finished models, planned models) of one study."""
+    fields = [f for f in study.axes if f != "scheme"]  # the coupled fields (heads of a width) follow them
+    cells: dict[tuple, tuple[int, int]] = {}
+    for model in models:
+        key = (*model.cell(fields), model.scheme)
+        done, planned = cells.get(key, (0, 0))
+        cells[key] = (done + (model.status != "pending"), planned + 1)
+    return cells
+
+
+def results_readme(studies, folder: str, specs: list[str], out: str, command: str) -> str:
+    """The README of the results folder ``folder`` holding ``studies`` (module docstring).
+
+    ``specs`` are the studies' spec files and ``out`` the study directory, as the user gave
+    them; ``command`` the command that exported the folder.
+    """
+    per_study = {study.name: load_models(study, Path(folder), statistics=False) for study in studies}
+    distinct = {m.point.key: m for models in per_study.values() for m in models}  # a shared model once
+    records = [m.record for m in distinct.values() if m.status != "pending"]
+    ok = sum(r["status"] == "ok" for r in records)
+    headlines = [r.get("headline") or {} for r in records]
+    codes = sorted({h.get("code", "")[:16] for h in headlines} - {""})
+    hosts = sorted({f"{r.get('host', '?')} ({r.get('device', '?')})" for r in records})
+    times = sorted(r["finished_at"] for r in records if r.get("finished_at"))
+    train_h = sum(h.get("train_s", 0.0) for h in headlines) / 3600
+    score_h = sum(h.get("score_s", 0.0) for h in headlines) / 3600
+    spec_list = " ".join(specs)
+    finished = (f"- finished between {times[0]} and {times[-1]} on {', '.join(hosts)};" if times
+                else "- no model has finished yet;")
+    lines = [
+        "# Study results, shipped", "",
+        f"**{len(records)} of the {len(distinct)} models** of the studies "
+        f"{', '.join(f'`{s.name}`' for s in studies)} are here ({ok} ok, {len(records) - ok} failed); the other "
+        f"{len(distinct) - len(records)} are pending, and every report, trend and figure says so. A model shared by "
+        "two studies is counted once.", "",
+        "What is here: each study's spec as it ran (`NAME/spec.toml`), its reports (`study.md`, `levels.csv`, "
+        "`trends.csv`, `points.parquet`), the bridge laws (`extrapolation.md`, `.csv`) when a study runs along "
+        "depth, `summary.csv` when the last run reached its end, and one long table per model "
+        "(`points/KEY.parquet`, values in float32, zstd); no weights.", "",
+        "## How it was made", "",
+        "```bash",
+        f"python -m simulate study {spec_list} --out {out}  # --order, --workers: when a model trains, not what",
+        command,
+        "```", "",
+        "- code that trained and scored the models (the hash of the trainer's import closure that each record "
+        f"keeps): {', '.join(codes) or 'none yet'};",
+        finished,
+        f"- CPU time of the shipped models: {train_h + score_h:.2f} h of one thread (training {train_h:.2f} h, "
+        f"scores {score_h:.2f} h);",
+        f"- exported with Python {platform.python_version()} on {platform.machine()}.", "",
+        "## Models per cell (finished / planned)", "",
+        *(_cell_line(study.name, _study_cells(study, per_study[study.name])) for study in studies), "",
+        "## To go on", "",
+        "The points here are finished models: copy them into a study directory and run the same command; only "
+        "the pending models train, then export again:", "",
+        "```bash",
+        f"mkdir -p {out}/points && cp {folder}/points/*.parquet {out}/points/",
+        f"python -m simulate study {spec_list} --out {out} --order cheapest",
+        f"python -m simulate study {spec_list} --out {out} --report-only --export {folder}",
+        "```", ""]
+    return "\n".join(lines)
+
+
+def write_results_readme(studies, folder: str, specs: list[str], out: str, command: str) -> Path:
+    """Write :func:`results_readme` to ``folder/README.md`` whole; its path."""
+    text = results_readme(studies, folder, specs, out, command)
+    return atomic_write(Path(folder) / README, lambda path: Path(path).write_text(text))
