@@ -83,8 +83,8 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         "- code that trained and scored the models (the hash of the trainer's import closure that each record "
         f"keeps): {', '.join(codes) or 'none yet'};",
         finished,
-        f"- CPU time of the shipped models: {train_h + score_h:.2f} h of one thread (training {train_h:.2f} h, "
-        f"scores {score_h:.2f} h);",
+        f"- wall time of the shipped models, summed over them: {train_h + score_h:.2f} h "
+        f"(training {train_h:.2f} h, scores {score_h:.2f} h);",
         f"- exported with Python {platform.python_version()} on {platform.machine()}.", "",
         "## Models per cell (finished / planned)", "",
         *(_cell_line(study.name, _study_cells(study, per_study[study.name])) for study in studies), "",
