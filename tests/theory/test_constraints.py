@@ -64,7 +64,8 @@ def test_check_fields_raises_the_callers_error_type_for_the_first_bad_field():
 
 
 @given(data=st.data(), index=st.integers(0, len(CONSTRAINTS) - 1))
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much,
+                                 HealthCheck.too_slow])  # a timing check: it failed once under load
 def test_the_generated_invalid_values_are_refused(data, index, invalid_values):
     constraint = CONSTRAINTS[index]
     value = data.draw(invalid_values(constraint))
