@@ -45,8 +45,7 @@ from simulate.scores.growth_claims import describe_growth, growth_summary, t_int
 from theory.meanfield.bridge import bridge_profile
 
 __all__ = ["BLOCK_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw", "LawError", "bridge_samples", "fit_law",
-           "predict_profile", "profile_errors", "extrapolation_test",
-           "paper_predictions"]
+           "predict_profile", "profile_errors", "extrapolation_test", "paper_predictions"]
 
 BLOCK_TERMS = ("1", "log l", "l/L", "log sigma", "log d", "log steps")
 FIRST_TERMS = ("1", "log d", "log steps")
