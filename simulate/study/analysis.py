@@ -36,7 +36,7 @@ from simulate.study.statistics import STATISTICS, model_statistics, var_profiles
 from simulate.study.trends import describe_crossing, direction_verdict, fit_trend, zero_crossing
 from simulate.sweep.store import finished_records, read_point
 
-__all__ = ["Model", "load_models", "points_table", "levels_table", "trends_table", "GROWTH_LEMMA"]
+__all__ = ["Model", "load_models", "distinct_models", "points_table", "levels_table", "trends_table", "GROWTH_LEMMA"]
 
 # The verify lemma whose growth rule judges each growth claim.
 GROWTH_LEMMA = {"p1-lemma-3.2-growth": "p1-lemma-3.2", "p1-lns-growth": "p1-lns"}
@@ -78,15 +78,10 @@ class Model:
         return profiles[max(profiles)]  # (L+1,)
 
 
-def load_models(study, out, statistics: bool = True) -> list[Model]:
-    """Every model of ``study`` as found in ``out``: finished points read (and measured), the rest pending.
-
-    ``statistics=False`` skips :func:`model_statistics` (about a second per deep model, for its
-    growth fits at every logged step): figures that draw the tables need only those.
-    """
-    records = finished_records(out, [p.key for p in study.sweep.points])
+def _load(points, out, statistics: bool) -> list[Model]:
+    records = finished_records(out, [p.key for p in points])
     models = []
-    for point in study.sweep.points:
+    for point in points:
         if point.key not in records:
             models.append(Model(point, "pending", None, None, dict.fromkeys(STATISTICS, math.nan)))
             continue
@@ -96,6 +91,25 @@ def load_models(study, out, statistics: bool = True) -> list[Model]:
                  else dict.fromkeys(STATISTICS, math.nan))
         models.append(Model(point, record["status"], record, table, stats))
     return models
+
+
+def load_models(study, out, statistics: bool = True) -> list[Model]:
+    """Every model of ``study`` as found in ``out``: finished points read (and measured), the rest pending.
+
+    ``statistics=False`` skips :func:`model_statistics` (about a second per deep model, for its
+    growth fits at every logged step): figures that draw the tables need only those.
+    """
+    return _load(study.sweep.points, out, statistics)
+
+
+def distinct_models(studies, out, statistics: bool = False) -> dict[str, Model]:
+    """The models of several studies by point key, each read once (a model shared by two studies is one;
+    its point is that of the first study that has it). ``statistics`` as in :func:`load_models`."""
+    points = {}
+    for study in studies:
+        for point in study.sweep.points:
+            points.setdefault(point.key, point)
+    return {model.point.key: model for model in _load(list(points.values()), out, statistics)}
 
 
 def points_table(study, models: list[Model]) -> pd.DataFrame:

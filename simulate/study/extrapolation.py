@@ -182,15 +182,16 @@ def extrapolation_test(samples: pd.DataFrame, held_out_depth: int) -> dict:
     """Fit on the models shallower than ``held_out_depth`` and predict those of that depth (module docstring).
 
     Returns the law, the held-out models' errors (``errors``) and their t intervals over seeds
-    (``test``), and the same on the fitted models of the deepest fitted depth (``fit_errors``,
-    ``fit``): a law that misses its own data says little about a deeper model.
+    (``test``), and the same on the fitted models of the deepest fitted depth ``fit_depth``
+    (``fit_errors``, ``fit``): a law that misses its own data says little about a deeper model.
     """
     fitting = samples[samples["depth"] < held_out_depth]
     law = fit_law(fitting)
+    fit_depth = int(fitting["depth"].max())
     errors = profile_errors(law, samples[samples["depth"] == held_out_depth])
-    fit_errors = profile_errors(law, fitting[fitting["depth"] == fitting["depth"].max()])
-    return {"law": law, "errors": errors, "test": _intervals(errors), "fit_errors": fit_errors,
-            "fit": _intervals(fit_errors)}
+    fit_errors = profile_errors(law, fitting[fitting["depth"] == fit_depth])
+    return {"law": law, "errors": errors, "test": _intervals(errors), "fit_depth": fit_depth,
+            "fit_errors": fit_errors, "fit": _intervals(fit_errors)}
 
 
 def paper_predictions(law: BridgeLaw, sizes=PAPER_SIZES) -> pd.DataFrame:

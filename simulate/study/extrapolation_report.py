@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulate.study.analysis import load_models
+from simulate.study.analysis import distinct_models
 from simulate.study.extrapolation import LawError, bridge_samples, extrapolation_test, paper_predictions
 from theory.cli import atomic_write, markdown_table
 
@@ -43,10 +43,7 @@ def recipe_models(studies, out) -> tuple[object, list]:
     depth_study = next((s for s in studies if "depth" in s.axes), None)
     if depth_study is None:
         return None, []
-    models = {}
-    for study in studies:
-        for model in load_models(study, out, statistics=False):
-            models.setdefault(model.point.key, model)
+    models = distinct_models(studies, out)
     reference = {_recipe(m) for m in models.values() if m.point.key in {p.key for p in depth_study.sweep.points}}
     return depth_study, [m for m in models.values() if _recipe(m) in reference]
 
@@ -102,15 +99,16 @@ def write_extrapolation(studies, out) -> Path | None:
                   + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.terms, law.alpha)) + "; log(b/sigma) = "
                   + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.terms, law.beta)) + "; log var_1 = "
                   + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.first_terms, law.gamma)) + ".", ""]
-        fitted_depth = int(samples.loc[(samples["scheme"] == scheme) & (samples["depth"] < held_out), "depth"].max())
-        for kind, table, label in (
-                ("test", errors, f"Extrapolation test, L={held_out} ({len(errors)} models, never used in the fit)"),
-                ("fit", result["fit_errors"], f"The law on its own data, L={fitted_depth} ({len(result['fit_errors'])} "
-                                              "fitted models, each at its width and steps)")):
+        fit_errors = result["fit_errors"]
+        for kind, table, depth, label in (
+                ("test", errors, held_out, f"Extrapolation test, L={held_out} ({len(errors)} models, never used in "
+                                           "the fit)"),
+                ("fit", fit_errors, result["fit_depth"], f"The law on its own data, L={result['fit_depth']} "
+                                                         f"({len(fit_errors)} fitted models, each at its width and "
+                                                         "steps)")):
             if not len(table):
                 continue
             intervals = result[kind]
-            depth = held_out if kind == "test" else fitted_depth
             rows += [{"scheme": scheme, "kind": kind, "name": name, "value": estimate[0], "low": estimate[1],
                       "high": estimate[2], "detail": f"L={depth}, {len(table)} models"}
                      for name, estimate in intervals.items()]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
-from simulate.study.analysis import load_models
+from simulate.study.analysis import distinct_models
 from theory.cli import atomic_write
 
 __all__ = ["README", "results_readme", "write_results_readme"]
@@ -52,8 +52,8 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
     ``specs`` are the studies' spec files and ``out`` the study directory, as the user gave
     them; ``command`` the command that exported the folder.
     """
-    per_study = {study.name: load_models(study, Path(folder), statistics=False) for study in studies}
-    distinct = {m.point.key: m for models in per_study.values() for m in models}  # a shared model once
+    distinct = distinct_models(studies, Path(folder))  # a model shared by two studies is one
+    per_study = {study.name: [distinct[p.key] for p in study.sweep.points] for study in studies}
     records = [m.record for m in distinct.values() if m.status != "pending"]
     ok = sum(r["status"] == "ok" for r in records)
     headlines = [r.get("headline") or {} for r in records]
