@@ -63,10 +63,12 @@ class Norm(nn.Module):
 
 
 def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """LLaMA 'rotate half' on (B, heads, T, hd): [x1 cos - x2 sin, x2 cos + x1 sin] (simulate.engine.blocks.rope)."""
+    """LLaMA 'rotate half' on (B, heads, T, hd): [x1 cos - x2 sin, x2 cos + x1 sin] (simulate.engine.blocks.rope),
+    computed as ``x cos + [-x2, x1] sin`` with ``cos``, ``sin`` (T, hd) repeated over the two halves: the same
+    floats in half the products."""
     half = x.shape[-1] // 2
-    first, second = x[..., :half], x[..., half:]  # (B, heads, T, hd/2) each
-    return torch.cat([first * cos - second * sin, second * cos + first * sin], -1)
+    rotated = torch.cat([-x[..., half:], x[..., :half]], -1)  # (B, heads, T, hd)
+    return x * cos + rotated * sin
 
 
 class Attention(nn.Module):
@@ -85,8 +87,9 @@ class Attention(nn.Module):
         half = hd // 2
         freq = 10000.0 ** (-torch.arange(half, dtype=torch.float64) / half)  # (hd/2,)
         angle = torch.arange(setting.tokens, dtype=torch.float64)[:, None] * freq  # (T, hd/2)
-        self.register_buffer("cos", angle.cos().float(), persistent=False)  # (T, hd/2)
-        self.register_buffer("sin", angle.sin().float(), persistent=False)  # (T, hd/2)
+        angle = torch.cat([angle, angle], -1)  # (T, hd): both halves turn by the same angle
+        self.register_buffer("cos", angle.cos().float(), persistent=False)  # (T, hd)
+        self.register_buffer("sin", angle.sin().float(), persistent=False)  # (T, hd)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         batch, tokens, _ = h.shape
@@ -225,7 +228,7 @@ class BlockOutput:
     """A block's output stream, its increment (residual blocks: summed without cancellation) and branches."""
 
     out: torch.Tensor  # (B, T, d)
-    increment: torch.Tensor | None  # (B, T, d), out - x; None for blocks that normalise the sum
+    increment: torch.Tensor | None  # (B, T, d), out - x; None unless asked for, and for blocks that normalise the sum
     branches: dict[str, torch.Tensor] = field(default_factory=dict)  # metric name -> (B, T, d)
 
 
@@ -250,9 +253,10 @@ class Block(nn.Module):
         else:
             self.mask = None
 
-    def run(self, x: torch.Tensor, collect: bool = False) -> BlockOutput:
-        """The block on ``x`` (B, T, d), with its increment and (``collect``) branch outputs."""
-        increment = torch.zeros_like(x) if self.residual else None
+    def run(self, x: torch.Tensor, collect: bool = False, with_increment: bool = False) -> BlockOutput:
+        """The block on ``x`` (B, T, d), with (``with_increment``, residual blocks) its increment and
+        (``collect``) its branch outputs; training asks for neither."""
+        increment = torch.zeros_like(x) if with_increment and self.residual else None
         branches = {}
         stream = x
         for sublayer in self.sublayers:
@@ -269,7 +273,7 @@ class Block(nn.Module):
 
     def deviation(self, x: torch.Tensor) -> torch.Tensor:
         """``block(x) - x``: its tangent is ``(J_l - I) v`` (for residual blocks without cancelling ``v``)."""
-        result = self.run(x)
+        result = self.run(x, with_increment=True)
         return result.increment if result.increment is not None else result.out - x
 
 

@@ -6,8 +6,9 @@ and batches, with nothing measured. When ``transformers`` is installed, a second
 is the same loop over ``transformers``' own ``LlamaForCausalLM`` (SDPA attention) with the
 same weights (:func:`simulate.scores.hf.llama_model`; Pre-LN or LNS llama-preset settings).
 The trainer (:class:`Trainer`) runs the same steps with every statistic at ``log_every``
-and no checkpoints inside the loop. All are warmed up first (the first forward-mode JVP
-loads torch's decompositions once per process, seconds). The rows: the setting of the
+and no checkpoints inside the loop. Each is warmed up first with two steps at the measured
+size (the first forward-mode JVP loads torch's decompositions once per process, seconds; the
+first full-size steps pay for the process's memory). The rows: the setting of the
 earlier sessions (d=128, L=12, T=128) and the atlas's (d=64, L=16, T=64). Each row of
 ``DIR/bench_train.csv`` (written atomically):
 
@@ -153,10 +154,14 @@ def bench_train(device: torch.device, quick: bool = False) -> pd.DataFrame:
     rows = []
     for setting, config in bench_settings(quick):
         corpus = load_corpus("docs", setting.tokens)
-        warm = TrainConfig(steps=2, batch=2, log_every=1, checkpoint_every=3)
-        trainer_seconds(setting.replace(depth=1), warm, corpus, device)  # one-time JVP decompositions
+        # Each loop is warmed up at the measured size: the first full-size steps of a process pay for its
+        # memory (first-touch page faults, the allocator's growth), and the trainer's first JVP loads torch's
+        # decompositions. Warmed at one block, the loop timed first paid for it alone.
+        warm = TrainConfig(steps=2, batch=config.batch, log_every=1, checkpoint_every=3)
+        trainer_seconds(setting, warm, corpus, device)
+        plain_loop_seconds(setting, warm, corpus, device)
         if hugging_face:
-            plain_loop_seconds(setting.replace(depth=1), warm, corpus, device, hugging_face=True)
+            plain_loop_seconds(setting, warm, corpus, device, hugging_face=True)
         plain = plain_loop_seconds(setting, config, corpus, device)
         hf_wall = plain_loop_seconds(setting, config, corpus, device, True).wall if hugging_face else float("nan")
         ours, probe, probe_wall = trainer_seconds(setting, config, corpus, device)
