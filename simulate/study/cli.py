@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _write_reports(studies, out, command: str) -> None:
-    """Every study's reports in ``out``, then the bridge laws when a study runs along depth."""
+    """Every study's reports in ``out``, then the variance laws when a study runs along depth."""
     from simulate.study.extrapolation_report import write_extrapolation
     from simulate.study.report import write_reports
 
@@ -107,4 +107,4 @@ def _write_reports(studies, out, command: str) -> None:
               f"{written.warnings} warnings -> {written.folder}")
     extrapolation = write_extrapolation(studies, out)
     if extrapolation is not None:
-        print(f"bridge laws, their extrapolation test and the papers' sizes -> {extrapolation}")
+        print(f"variance laws, their extrapolation test and the papers' sizes -> {extrapolation}")

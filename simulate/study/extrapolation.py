@@ -1,4 +1,4 @@
-"""Theory meets training: laws for the measured bridge strengths, and the variance profiles they predict.
+"""Theory meets training: laws for a trained model's variance profile, and the test of their extrapolation.
 
 Block ``l`` of a trained model moves the stream's mean square by the bridge recursion
 ``sigma_l^2 = (sigma_{l-1} + a_l)^2 + b_l^2`` (:func:`theory.meanfield.bridge.bridge_profile`,
@@ -17,6 +17,18 @@ fitting models (``log d`` in a depth study alone) is left out, and the predictio
 at its fitted value. A profile is predicted by running the recursion from ``sigma_1^2``
 with the law's ``a`` and ``b`` at each block.
 
+The second law, the **growth law** (:class:`GrowthLaw`), skips the bridge: it fits the
+log growth factor of each block ``l >= 2`` at its relative depth,
+
+    log(var_l / var_{l-1}) = x . theta,    x = [1, l/L, log d, log steps]
+
+with the same first-block law, and predicts ``log var_l`` as ``log var_1`` plus the sum of the
+factors. Nothing it predicts feeds back into its regressors (the bridge law's ``log sigma``
+does), and it says that blocks at the same relative depth grow the stream alike at every
+depth (P1 compares layers so, Fig. 1). It was added after the bridge law had missed L=32 in
+the atlas: its error at L=32 was known when it was written, its error at L=64 was not
+(docs/studies.md#extrapolation).
+
 The **extrapolation test** fits the law on the shallower models and predicts the profile
 of the deepest ones without using them: per held-out model, the error of
 ``log var_L`` (predicted minus measured, the last layer) and the mean over layers of
@@ -31,6 +43,9 @@ the fitting models' mean embedding variance as layer 0.
 >>> law = BridgeLaw(("1",), np.array([0.0]), np.array([np.log(0.5)]), ("1",), np.array([0.0]), {}, 0.01)
 >>> predict_profile(law, depth=3).round(4).tolist()  # a = 0, b = sigma/2: x 1.25 per block after sigma_1^2 = 1
 [1.0, 1.25, 1.5625]
+>>> growth = GrowthLaw(("1",), np.array([np.log(1.25)]), ("1",), np.array([0.0]), {}, 0.01)
+>>> growth.profile(depth=3).round(4).tolist()  # the same profile: x 1.25 per block
+[1.0, 1.25, 1.5625]
 """
 
 from __future__ import annotations
@@ -44,10 +59,12 @@ import pandas as pd
 from simulate.scores.growth_claims import describe_growth, growth_summary, t_interval
 from theory.meanfield.bridge import bridge_profile
 
-__all__ = ["BLOCK_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw", "LawError", "bridge_samples", "fit_law",
-           "predict_profile", "profile_errors", "extrapolation_test", "paper_predictions"]
+__all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw", "GrowthLaw", "LawError",
+           "bridge_samples", "fit_law", "fit_growth_law", "predict_profile", "profile_errors", "extrapolation_test",
+           "paper_predictions"]
 
 BLOCK_TERMS = ("1", "log l", "l/L", "log sigma", "log d", "log steps")
+GROWTH_TERMS = ("1", "l/L", "log d", "log steps")
 FIRST_TERMS = ("1", "log d", "log steps")
 # The papers' sizes (P1: LLaMA configs of the official code, 130M trained 20k steps; the steps of the
 # 1B and 7B runs are this project's reading, stated in docs/studies.md).
@@ -67,6 +84,33 @@ class BridgeLaw:
     gamma: np.ndarray
     fixed: dict
     embedding_var: float = math.nan
+
+    def profile(self, depth: int, width: float | None = None, steps: float | None = None) -> np.ndarray:
+        """:func:`predict_profile` of this law."""
+        return predict_profile(self, depth, width, steps)
+
+
+@dataclass(frozen=True)
+class GrowthLaw:
+    """Fitted coefficients of ``log(var_l/var_{l-1})`` (``theta``) over ``terms`` and of ``log sigma_1^2``
+    (``gamma``) over ``first_terms`` (module docstring); ``fixed`` and ``embedding_var`` as in
+    :class:`BridgeLaw`."""
+
+    terms: tuple[str, ...]
+    theta: np.ndarray
+    first_terms: tuple[str, ...]
+    gamma: np.ndarray
+    fixed: dict
+    embedding_var: float = math.nan
+
+    def profile(self, depth: int, width: float | None = None, steps: float | None = None) -> np.ndarray:
+        """Predicted ``var`` after blocks ``1..L`` (``(L,)``): ``var_1`` from the first block's law (fitted to
+        ``var``), then the summed log factors."""
+        first = _regressors(self, self.first_terms, 1, depth, 1.0, width, steps) @ self.gamma
+        factors = [_regressors(self, self.terms, layer, depth, 1.0, width, steps) @ self.theta
+                   for layer in range(2, depth + 1)]  # (L-1,) log growth factors of blocks 2..L
+        with np.errstate(over="ignore"):
+            return np.exp(first + np.concatenate([[0.0], np.cumsum(factors)]))  # (L,)
 
 
 def bridge_samples(models) -> pd.DataFrame:
@@ -113,6 +157,15 @@ def _full_rank(design: np.ndarray, what: str) -> np.ndarray:
     return design
 
 
+def _first_block_law(samples: pd.DataFrame) -> tuple[tuple[str, ...], np.ndarray, dict, float]:
+    """(terms, gamma, left-out regressors, mean embedding variance) of ``log sigma_1^2`` (module docstring)."""
+    first = samples[samples["layer"] == 1]
+    terms, fixed = _varying(first, FIRST_TERMS)
+    design = _full_rank(_design(first, terms), "the first block")  # (models, terms)
+    gamma = np.linalg.lstsq(design, np.log(first["var"]).to_numpy(float), rcond=None)[0]
+    return terms, gamma, fixed, float(first["var_in"].mean())
+
+
 def fit_law(samples: pd.DataFrame) -> BridgeLaw:
     """Least-squares :class:`BridgeLaw` of one scheme's samples (module docstring); :class:`LawError` when
     the fitting models are too few for its regressors."""
@@ -121,14 +174,22 @@ def fit_law(samples: pd.DataFrame) -> BridgeLaw:
     design = _full_rank(_design(blocks, terms), "blocks l >= 2")  # (n, terms)
     alpha = np.linalg.lstsq(design, (blocks["a"] / blocks["sigma_in"]).to_numpy(float), rcond=None)[0]
     beta = np.linalg.lstsq(design, np.log(blocks["b"] / blocks["sigma_in"]).to_numpy(float), rcond=None)[0]
-    first = samples[samples["layer"] == 1]
-    first_terms, first_fixed = _varying(first, FIRST_TERMS)
-    first_design = _full_rank(_design(first, first_terms), "the first block")  # (models, terms)
-    gamma = np.linalg.lstsq(first_design, np.log(first["var"]).to_numpy(float), rcond=None)[0]
-    return BridgeLaw(terms, alpha, beta, first_terms, gamma, {**fixed, **first_fixed}, float(first["var_in"].mean()))
+    first_terms, gamma, first_fixed, embedding_var = _first_block_law(samples)
+    return BridgeLaw(terms, alpha, beta, first_terms, gamma, {**fixed, **first_fixed}, embedding_var)
 
 
-def _regressors(law: BridgeLaw, terms, layer: int, depth: int, sigma: float, width: float | None,
+def fit_growth_law(samples: pd.DataFrame) -> GrowthLaw:
+    """Least-squares :class:`GrowthLaw` of one scheme's samples (module docstring); :class:`LawError` as
+    :func:`fit_law`."""
+    blocks = samples[(samples["layer"] >= 2) & (samples["var"] > 0) & (samples["var_in"] > 0)]
+    terms, fixed = _varying(blocks, GROWTH_TERMS)
+    design = _full_rank(_design(blocks, terms), "blocks l >= 2")  # (n, terms)
+    theta = np.linalg.lstsq(design, np.log(blocks["var"] / blocks["var_in"]).to_numpy(float), rcond=None)[0]
+    first_terms, gamma, first_fixed, embedding_var = _first_block_law(samples)
+    return GrowthLaw(terms, theta, first_terms, gamma, {**fixed, **first_fixed}, embedding_var)
+
+
+def _regressors(law: BridgeLaw | GrowthLaw, terms, layer: int, depth: int, sigma: float, width: float | None,
                 steps: float | None):
     values = {"1": 1.0, "log l": math.log(layer), "l/L": layer / depth, "log sigma": math.log(sigma),
               "log d": law.fixed.get("log d") if width is None else math.log(width),
@@ -158,13 +219,13 @@ def predict_profile(law: BridgeLaw, depth: int, width: float | None = None, step
     return np.array(profile)  # (L,) blocks 1..L; inf from the block where the prediction leaves float64
 
 
-def profile_errors(law: BridgeLaw, models: pd.DataFrame) -> pd.DataFrame:
+def profile_errors(law: BridgeLaw | GrowthLaw, models: pd.DataFrame) -> pd.DataFrame:
     """Per model in ``models`` (samples of one depth): the law's profile against the measured one
     (``last_log_error``, ``mean_abs_log_error``, ``measured_last``, ``predicted_last``; module docstring)."""
     errors = []
     for (seed, depth, width, steps), rows in models.groupby(["seed", "depth", "width", "steps"]):
         rows = rows.sort_values("layer")
-        predicted = predict_profile(law, depth, width, steps)  # (L,)
+        predicted = law.profile(depth, width, steps)  # (L,)
         log_ratio = np.log(predicted / rows["var"].to_numpy(float))  # (L,)
         errors.append({"seed": seed, "width": width, "steps": steps, "last_log_error": float(log_ratio[-1]),
                        "mean_abs_log_error": float(np.mean(np.abs(log_ratio))),
@@ -178,15 +239,16 @@ def _intervals(errors: pd.DataFrame) -> dict:
             for name in ("last_log_error", "mean_abs_log_error")}
 
 
-def extrapolation_test(samples: pd.DataFrame, held_out_depth: int) -> dict:
+def extrapolation_test(samples: pd.DataFrame, held_out_depth: int, fit=fit_law) -> dict:
     """Fit on the models shallower than ``held_out_depth`` and predict those of that depth (module docstring).
 
-    Returns the law, the held-out models' errors (``errors``) and their t intervals over seeds
-    (``test``), and the same on the fitted models of the deepest fitted depth ``fit_depth``
-    (``fit_errors``, ``fit``): a law that misses its own data says little about a deeper model.
+    ``fit``: :func:`fit_law` (the bridge law) or :func:`fit_growth_law`. Returns the law, the held-out
+    models' errors (``errors``) and their t intervals over seeds (``test``), and the same on the fitted
+    models of the deepest fitted depth ``fit_depth`` (``fit_errors``, ``fit``): a law that misses its own
+    data says little about a deeper model.
     """
     fitting = samples[samples["depth"] < held_out_depth]
-    law = fit_law(fitting)
+    law = fit(fitting)
     fit_depth = int(fitting["depth"].max())
     errors = profile_errors(law, samples[samples["depth"] == held_out_depth])
     fit_errors = profile_errors(law, fitting[fitting["depth"] == fit_depth])
@@ -194,11 +256,11 @@ def extrapolation_test(samples: pd.DataFrame, held_out_depth: int) -> dict:
             "fit_errors": fit_errors, "fit": _intervals(fit_errors)}
 
 
-def paper_predictions(law: BridgeLaw, sizes=PAPER_SIZES) -> pd.DataFrame:
+def paper_predictions(law: BridgeLaw | GrowthLaw, sizes=PAPER_SIZES) -> pd.DataFrame:
     """Extrapolations at the papers' sizes: the predicted profile's growth class, exponent or rate."""
     rows = []
     for name, width, depth, steps in sizes:
-        profile = predict_profile(law, depth, width, steps)  # (L,)
+        profile = law.profile(depth, width, steps)  # (L,)
         row = {"model": name, "width": width, "depth": depth, "steps": steps, "var_1": profile[0],
                "var_L": profile[-1]}
         if not np.isfinite(profile).all():

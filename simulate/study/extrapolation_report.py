@@ -1,4 +1,4 @@
-"""``DIR/extrapolation.md`` and ``DIR/extrapolation.csv``: the bridge laws of a set of studies, tested and extrapolated.
+"""``DIR/extrapolation.md`` and ``DIR/extrapolation.csv``: the variance laws of a set of studies, tested and extrapolated.
 
 With a study whose axes include ``depth`` (the atlas's ``depth``), the laws of
 :mod:`simulate.study.extrapolation` are fitted per scheme on every model of the given
@@ -8,8 +8,9 @@ without being used (the extrapolation test, on the depth study's own models of t
 while the study is unfinished, the deepest depth with two finished models of each scheme).
 Then the laws are run at the papers' sizes
 (:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations.
-``extrapolation.csv`` has one row per scheme and quantity (columns ``scheme, kind, name,
-value, low, high, detail``; kinds ``alpha``, ``beta``, ``gamma`` for the coefficients,
+``extrapolation.csv`` has one row per scheme, law (``bridge`` or ``growth``) and quantity (columns
+``scheme, law, kind, name, value, low, high, detail``; kinds ``alpha``, ``beta`` (bridge),
+``theta`` (growth) and ``gamma`` for the coefficients,
 ``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
 deepest fitted depth, ``paper`` for the extrapolations).
 """
@@ -23,10 +24,13 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.study.analysis import distinct_models
-from simulate.study.extrapolation import LawError, bridge_samples, extrapolation_test, paper_predictions
+from simulate.study.extrapolation import (LawError, bridge_samples, extrapolation_test, fit_growth_law, fit_law,
+                                          paper_predictions)
 from theory.cli import atomic_write, markdown_table
 
-__all__ = ["recipe_models", "write_extrapolation"]
+__all__ = ["LAWS", "recipe_models", "write_extrapolation"]
+
+LAWS = {"bridge": fit_law, "growth": fit_growth_law}  # the laws reported, in order (simulate.study.extrapolation)
 
 _FREE_SETTING = ("depth", "width", "heads", "ffn_width")
 _FREE_OPTIONS = ("steps", "log_every", "warmup")
@@ -65,8 +69,53 @@ def _interval(estimate) -> str:
     return f"{mean:.3g} [{low:.3g}, {high:.3g}]" if math.isfinite(low) else f"{mean:.3g}"
 
 
+def _formula(terms, values) -> str:
+    return " + ".join(f"{v:.3g} {t}" for t, v in zip(terms, values))
+
+
+def _law_section(samples, held_out: int, law_name: str, fit) -> tuple[list[str], list[dict]]:
+    """The Markdown lines and CSV rows (without scheme and law) of one law of one scheme."""
+    lines = [f"### The {law_name} law", ""]
+    try:
+        result = extrapolation_test(samples, held_out, fit)
+    except LawError as error:
+        return lines + [f"No law: {error} (the shallower models are not trained yet?).", ""], []
+    law = result["law"]
+    coefficients = (("alpha", law.terms, law.alpha), ("beta", law.terms, law.beta)) if law_name == "bridge" \
+        else (("theta", law.terms, law.theta),)
+    rows = [{"kind": kind, "name": term, "value": float(value)}
+            for kind, terms, values in coefficients + (("gamma", law.first_terms, law.gamma),)
+            for term, value in zip(terms, values)]
+    blocks = (f"a/sigma = {_formula(law.terms, law.alpha)}; log(b/sigma) = {_formula(law.terms, law.beta)}"
+              if law_name == "bridge" else f"log(var_l/var_(l-1)) = {_formula(law.terms, law.theta)}")
+    lines += [f"Law (least squares over blocks l >= 2): {blocks}; log var_1 = "
+              f"{_formula(law.first_terms, law.gamma)}.", ""]
+    for kind, table, depth, label in (
+            ("test", result["errors"], held_out, f"Extrapolation test, L={held_out} ({len(result['errors'])} models, "
+                                                 "never used in the fit)"),
+            ("fit", result["fit_errors"], result["fit_depth"],
+             f"The law on its own data, L={result['fit_depth']} ({len(result['fit_errors'])} fitted models, each at "
+             "its width and steps)")):
+        if not len(table):
+            continue
+        intervals = result[kind]
+        rows += [{"kind": kind, "name": name, "value": estimate[0], "low": estimate[1], "high": estimate[2],
+                  "detail": f"L={depth}, {len(table)} models"} for name, estimate in intervals.items()]
+        lines += [f"{label}: log(predicted var_L / measured) = {_interval(intervals['last_log_error'])}; mean "
+                  f"over layers of |log ratio| = {_interval(intervals['mean_abs_log_error'])} (95 % t intervals "
+                  "over models).", "", markdown_table(table), ""]
+    papers = paper_predictions(law)
+    rows += [{"kind": "paper", "name": r.model, "value": r.exponent if r.growth_class == "polynomial" else r.rate,
+              "detail": r.description} for r in papers.itertuples()]
+    lines += ["**Extrapolation** far outside the fitted range (d <= 128, L <= 64, steps <= 6400, T = 64), "
+              "at the papers' sizes:", "",
+              markdown_table(papers[["model", "width", "depth", "steps", "var_1", "var_L", "growth_class",
+                                     "description"]]), ""]
+    return lines, rows
+
+
 def write_extrapolation(studies, out) -> Path | None:
-    """Fit, test and extrapolate the bridge laws (module docstring); the Markdown's path (None: no depth study)."""
+    """Fit, test and extrapolate the variance laws (module docstring); the Markdown's path (None: no depth study)."""
     depth_study, models = recipe_models(studies, out)
     if depth_study is None:
         return None
@@ -78,51 +127,23 @@ def write_extrapolation(studies, out) -> Path | None:
                               or (m.point.setting.depth == held_out and m.point.key in depth_keys)])
     fitted = samples[samples["depth"] < held_out].groupby(["scheme", "depth", "width", "steps", "seed"]).ngroups \
         if len(samples) else 0
-    lines = ["# Theory meets training: bridge laws, their extrapolation test, the papers' sizes", "",
+    lines = ["# Theory meets training: variance laws, their extrapolation test, the papers' sizes", "",
              f"Laws fitted on {fitted} trained models of {', '.join(s.name for s in studies)} (the recipe of study "
              f"`{depth_study.name}`) without depth L={held_out}, which is predicted"
              + ("" if held_out == planned else f" (the deepest depth with two finished models of each scheme: "
-                f"L={planned} is not trained yet)") + ". Definitions: docs/studies.md#extrapolation.", ""]
+                f"L={planned} is not trained yet)") + ". Two laws per scheme: the bridge law (a law for the bridge "
+             "strengths a_l, b_l, run through the bridge recursion) and the growth law (a law for each block's log "
+             "growth factor at its relative depth), which was added after the bridge law had missed the atlas's "
+             "L=32 models, so that its error at L=32 is not a blind test. Definitions: "
+             "docs/studies.md#extrapolation.", ""]
     rows = []
     for scheme in sorted(samples["scheme"].unique()) if len(samples) else []:
-        try:
-            result = extrapolation_test(samples[samples["scheme"] == scheme], held_out)
-        except LawError as error:
-            lines += [f"## {scheme}", "", f"No law: {error} (the shallower models are not trained yet?).", ""]
-            continue
-        law, errors = result["law"], result["errors"]
-        rows += [{"scheme": scheme, "kind": kind, "name": term, "value": float(value)}
-                 for kind, terms, values in (("alpha", law.terms, law.alpha), ("beta", law.terms, law.beta),
-                                             ("gamma", law.first_terms, law.gamma))
-                 for term, value in zip(terms, values)]
-        lines += [f"## {scheme}", "", "Law (least squares over blocks l >= 2): a/sigma = "
-                  + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.terms, law.alpha)) + "; log(b/sigma) = "
-                  + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.terms, law.beta)) + "; log var_1 = "
-                  + " + ".join(f"{v:.3g} {t}" for t, v in zip(law.first_terms, law.gamma)) + ".", ""]
-        fit_errors = result["fit_errors"]
-        for kind, table, depth, label in (
-                ("test", errors, held_out, f"Extrapolation test, L={held_out} ({len(errors)} models, never used in "
-                                           "the fit)"),
-                ("fit", fit_errors, result["fit_depth"], f"The law on its own data, L={result['fit_depth']} "
-                                                         f"({len(fit_errors)} fitted models, each at its width and "
-                                                         "steps)")):
-            if not len(table):
-                continue
-            intervals = result[kind]
-            rows += [{"scheme": scheme, "kind": kind, "name": name, "value": estimate[0], "low": estimate[1],
-                      "high": estimate[2], "detail": f"L={depth}, {len(table)} models"}
-                     for name, estimate in intervals.items()]
-            lines += [f"{label}: log(predicted var_L / measured) = {_interval(intervals['last_log_error'])}; mean "
-                      f"over layers of |log ratio| = {_interval(intervals['mean_abs_log_error'])} (95 % t intervals "
-                      "over models).", "", markdown_table(table), ""]
-        papers = paper_predictions(law)
-        rows += [{"scheme": scheme, "kind": "paper", "name": r.model, "value": r.exponent if r.growth_class
-                  == "polynomial" else r.rate, "detail": r.description} for r in papers.itertuples()]
-        lines += ["**Extrapolation** far outside the fitted range (d <= 128, L <= 64, steps <= 6400, T = 64), "
-                  "at the papers' sizes:", "",
-                  markdown_table(papers[["model", "width", "depth", "steps", "var_1", "var_L", "growth_class",
-                                         "description"]]), ""]
-    table = pd.DataFrame(rows, columns=["scheme", "kind", "name", "value", "low", "high", "detail"])
+        lines += [f"## {scheme}", ""]
+        for law_name, fit in LAWS.items():
+            section, law_rows = _law_section(samples[samples["scheme"] == scheme], held_out, law_name, fit)
+            lines += section
+            rows += [{"scheme": scheme, "law": law_name, **row} for row in law_rows]
+    table = pd.DataFrame(rows, columns=["scheme", "law", "kind", "name", "value", "low", "high", "detail"])
     out = Path(out)
     atomic_write(out / "extrapolation.csv", lambda temp: table.to_csv(temp, index=False))
     return atomic_write(out / "extrapolation.md", lambda temp: Path(temp).write_text("\n".join(lines) + "\n"))

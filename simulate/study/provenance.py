@@ -72,7 +72,7 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         f"{len(distinct) - len(records)} are pending, and every report, trend and figure says so. A model shared by "
         "two studies is counted once.", "",
         "What is here: each study's spec as it ran (`NAME/spec.toml`), its reports (`study.md`, `levels.csv`, "
-        "`trends.csv`, `points.parquet`), the bridge laws (`extrapolation.md`, `.csv`) when a study runs along "
+        "`trends.csv`, `points.parquet`), the variance laws (`extrapolation.md`, `.csv`) when a study runs along "
         "depth, `summary.csv` when the last run reached its end, and one long table per model "
         "(`points/KEY.parquet`, values in float32, zstd); no weights.", "",
         "## How it was made", "",

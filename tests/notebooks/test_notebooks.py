@@ -80,8 +80,10 @@ PRINTED = {
         r"depth: 30 models \(\d+ ok, \d+ failed, \d+ pending\), 3 seeds, [\d.]+ h of one CPU thread",
         r"\d+ of \d+ trend verdicts on a claimed direction hold, \d+ are violated, \d+ inconclusive",
         r"phase diagram, Pre-LN at L=8: lr 0\.0003: \w+ ",
-        r"extrapolation test, pre: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",
-        r"the law on its own data, pre: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, \d+ models\)",
+        r"extrapolation test, pre, bridge law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",
+        r"the law on its own data, pre, bridge law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, \d+ models\)",
+        r"extrapolation test, lns, growth law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",
+        r"the law on its own data, pre, growth law: mean_abs_log_error = \S+ \[\S+, \S+\] \(L=\d+, \d+ models\)",
     ],
 }
 
