@@ -2,7 +2,8 @@
 
 The copy holds what the reports read and nothing else: each point file with its long table's
 ``value`` and ``sem`` stored as float32 (the trained models compute in float32; seven digits)
-in zstd-compressed Parquet, ``summary.csv``, each study's ``spec.toml``; then the reports are
+in zstd-compressed Parquet, ``summary.csv``, each study's ``spec.toml`` (the text of the spec
+given, so a study folder holding only copied points exports too); then the reports are
 written again from the copy (:func:`simulate.study.report.write_reports`), so that they are
 exactly what the copy gives. The run directories (weights, checkpoints, scores' CSVs) stay
 behind. ``results/atlas`` is such a copy.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from simulate.study.runner import write_specs
 from simulate.sweep.store import POINTS_DIR, SUMMARY, encode_point, finished_records, read_point, write_point
 
 __all__ = ["export_study_points"]
@@ -30,7 +32,5 @@ def export_study_points(studies, out, dest) -> int:
     (dest / POINTS_DIR).mkdir(parents=True, exist_ok=True)
     if (out / SUMMARY).is_file():  # a sweep writes it when it ends (an interrupted study may have none yet)
         shutil.copy2(out / SUMMARY, dest / SUMMARY)
-    for study in studies:
-        (dest / study.name).mkdir(parents=True, exist_ok=True)
-        shutil.copy2(out / study.name / "spec.toml", dest / study.name / "spec.toml")
+    write_specs(studies, dest)
     return len(records)

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from simulate.study import load_study, parse_study, read_study, run_studies, write_reports
@@ -290,6 +291,19 @@ def test_an_export_keeps_what_the_reports_read_and_drops_the_weights(tiny_study,
     readme = (dest / "README.md").read_text()
     assert "**8 of the 8 models** of the studies `tiny` are here (8 ok, 0 failed); the other 0" in readme
     assert f"--report-only --export {dest}" in readme and f"cp {dest}/points/*.parquet {out}/points/" in readme
+
+
+def test_an_export_from_copied_points_alone_is_the_same(tiny_study, tmp_path):
+    """A shipped results folder's "to go on": its points copied into a new folder, reported and exported again."""
+    study, out, _ = tiny_study
+    first, copied, again = tmp_path / "first", tmp_path / "copied", tmp_path / "again"
+    spec = str(out / "tiny" / "spec.toml")
+    assert study_main([spec, "--out", str(out), "--report-only", "--export", str(first)]) == 0
+    shutil.copytree(first / "points", copied / "points")
+    assert study_main([spec, "--out", str(copied), "--report-only", "--export", str(again)]) == 0
+    assert (again / "tiny" / "spec.toml").read_text() == (first / "tiny" / "spec.toml").read_text()
+    for file in ("levels.csv", "trends.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(again / "tiny" / file), pd.read_csv(first / "tiny" / file))
 
 
 def test_a_results_readme_counts_what_is_pending(tiny_study, tmp_path):

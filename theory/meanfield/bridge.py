@@ -161,12 +161,15 @@ _RATES_TIMES_DEPTH = np.geomspace(1e-3, 200.0, 600)
 def _profile_rss(layers: np.ndarray, values: np.ndarray, basis: np.ndarray) -> np.ndarray:
     """Relative-residual RSS of the best ``c0 + c1 basis_k`` for each row ``basis_k``: (K, n) -> (K,)."""
     weight = 1.0 / np.abs(values)  # relative residuals: every layer counts, whatever its scale
-    rss = np.empty(basis.shape[0])
-    for k, column in enumerate(basis):
-        design = np.stack([np.ones_like(column), column], -1) * weight[:, None]  # (n, 2)
-        coef, *_ = np.linalg.lstsq(design, values * weight, rcond=None)
-        rss[k] = float(((design @ coef - values * weight) ** 2).sum())
-    return rss
+    target = values * weight  # (n,)
+    design = np.stack([np.broadcast_to(weight, basis.shape), basis * weight], -1)  # (K, n, 2)
+    # every row's least squares at once, as np.linalg.lstsq solves one: by the SVD, dropping singular
+    # values below its default cutoff (machine epsilon x max(n, 2) x the largest)
+    left, singular, _ = np.linalg.svd(design, full_matrices=False)  # (K, n, 2), (K, 2)
+    kept = singular > np.finfo(float).eps * max(values.size, 2) * singular[:, :1]  # (K, 2)
+    along = np.einsum("knj,n->kj", left, target) * kept  # (K, 2): the target's coordinates in the design's span
+    residual = target - np.einsum("knj,kj->kn", left, along)  # (K, n)
+    return (residual ** 2).sum(-1)  # (K,)
 
 
 def fit_growth(layers, values, model: str = "polynomial", confidence: float = 0.95) -> GrowthFit:
