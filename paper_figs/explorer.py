@@ -3,12 +3,14 @@
 :class:`Explorer` holds the widgets (ipywidgets, imported only when it is built) and draws
 on its own when shown, so Run All gives a plot; each press of *run* clears the old plot,
 shows a progress bar over the blocks, then the new plot and one line per theory curve,
-while the status line names the stage (simulating, theory prediction, drawing) and the run
-button waits. The metric menu offers only the metrics of the chosen block
+while the status line names the stage (simulating, theory prediction, drawing) and both
+buttons wait. A *seed* box picks the Monte-Carlo draw (same seed, same plot) and *new seed*
+steps it by one and runs, so a user sees the spread between draws and can type a seed back.
+The metric menu offers only the metrics of the chosen block
 (:func:`simulate.engine.metrics.metrics_of_block`). :func:`explorer_figure` draws one run; its
-title lists every field the explorer sets (:func:`setting_title`), so a screenshot says
-which setting it shows. Nothing here uses pyplot: the plot is rendered to PNG inside the
-callback and shown in an image widget (see :class:`Explorer`)."""
+title lists every field the explorer sets and the seed (:func:`setting_title`), so a screenshot
+says which setting and which draw it shows. Nothing here uses pyplot: the plot is rendered to
+PNG inside the callback and shown in an image widget (see :class:`Explorer`)."""
 
 from __future__ import annotations
 
@@ -23,15 +25,16 @@ from paper_figs.style import (Source, annotate_blowup, figure_png, log_limits_fr
 from simulate.compare import compare, verdict_sentence
 from simulate.engine import metrics_of_block
 
-__all__ = ["EXPLORER_FIELDS", "DEFAULTS", "setting_title", "build_setting", "explorer_figure", "run_setting",
-           "Explorer"]
+__all__ = ["EXPLORER_FIELDS", "DEFAULTS", "SEED_MAX", "setting_title", "build_setting", "explorer_figure",
+           "run_setting", "Explorer"]
 
 # The Setting fields the explorer's widgets set, in the order its title lists them.
 EXPLORER_FIELDS = ("scheme", "block", "depth", "width", "tokens", "heads", "kv_heads", "mask_density", "top_k",
                    "experts", "input_std", "alignment")
 DEFAULTS = dict(scheme="pre", block="transformer", depth=32, width=64, tokens=16, group=1, mask_density=1.0,
-                top_k=2, input_std=1.0, alignment=0.0, metric="var", samples=16)
+                top_k=2, input_std=1.0, alignment=0.0, metric="var", samples=16, seed=0)
 HEADS = 4
+SEED_MAX = 2**31 - 1  # the seed box's largest value; *new seed* wraps past it to 0
 
 
 def build_setting(scheme, block, depth, width, tokens, group, mask_density, top_k, input_std, alignment):
@@ -59,12 +62,13 @@ def setting_title(setting, metric: str, samples: int, seed: int = 0) -> str:
     return "  ".join(first) + "\n" + "  ".join(second)
 
 
-def run_setting(setting, metric: str, samples: int, *, progress: bool = False):
-    """One live simulation (no cache) of ``metric``: ``(table, blow-up layer or None)``."""
+def run_setting(setting, metric: str, samples: int, *, seed: int = 0, progress: bool = False):
+    """One live simulation (no cache) of ``metric`` with Monte-Carlo ``seed``: ``(table, blow-up layer or None)``."""
     import simulate
 
     try:
-        return simulate.simulate(setting, samples=samples, metrics=(metric,), device="cpu", progress=progress), None
+        return simulate.simulate(setting, samples=samples, seed=seed, metrics=(metric,), device="cpu",
+                                 progress=progress), None
     except simulate.NumericalBlowUp as stop:
         return stop.table, stop.layer
 
@@ -105,7 +109,7 @@ def explorer_figure(setting, metric: str, table, prediction, blowup, samples: in
 
 
 class Explorer:
-    """Widgets for a setting and a metric, a *run* button, a status line, the plot of the last run and its verdicts.
+    """Widgets for a setting, a metric and a seed, *run* and *new seed* buttons, a status line, the last plot, verdicts.
 
     A run happens in a widget callback, which ipykernel 7 may handle on a thread of its own
     while something else runs. So the plot is a figure no other code can reach
@@ -115,7 +119,7 @@ class Explorer:
     Parameters
     ----------
     **defaults
-        Initial values of the controls (keys of :data:`DEFAULTS`).
+        Initial values of the controls (keys of :data:`DEFAULTS`); ``seed`` from 0 to :data:`SEED_MAX`.
 
     Attributes
     ----------
@@ -149,16 +153,22 @@ class Explorer:
                                     description="metric"),
             samples=widgets.IntSlider(value=values["samples"], min=2, max=128, description="samples S",
                                       continuous_update=False),
+            seed=widgets.BoundedIntText(value=values["seed"], min=0, max=SEED_MAX, description="seed",
+                                        style={"description_width": "initial"}, layout=widgets.Layout(width="150px")),
         )
         self.controls["block"].observe(self._block_changed, names="value")
         self.button = widgets.Button(description="run", button_style="primary", icon="play")
         self.button.on_click(lambda _: self.run())
+        self.new_seed_button = widgets.Button(description="new seed", icon="random",
+                                              tooltip="seed + 1, then run: another Monte-Carlo draw")
+        self.new_seed_button.on_click(lambda _: self.new_seed())
         self.status = widgets.HTML()
         self.image = widgets.Image(format="png", layout=widgets.Layout(display="none"))
         self.output = widgets.Output()
-        names = list(self.controls)
+        names = [name for name in self.controls if name != "seed"]  # the seed sits beside the buttons
         rows = [widgets.HBox([self.controls[n] for n in names[i:i + 3]]) for i in range(0, len(names), 3)]
-        self.box = widgets.VBox(rows + [widgets.HBox([self.button, self.status]), self.image, self.output])
+        actions = widgets.HBox([self.button, self.controls["seed"], self.new_seed_button, self.status])
+        self.box = widgets.VBox(rows + [actions, self.image, self.output])
         self.figure, self.verdicts = None, []
 
     def _block_changed(self, change) -> None:
@@ -175,20 +185,26 @@ class Explorer:
     def run(self):
         """Clear the old plot, simulate with a progress bar, predict, draw, print one line per theory curve.
 
-        The run button is disabled meanwhile (a press during a run would queue another) and the
+        Both buttons are disabled meanwhile (a press during a run would queue another) and the
         status line names the stage. Returns the measured table (None for an invalid setting).
         """
-        self.button.disabled = True
+        self.button.disabled = self.new_seed_button.disabled = True
         try:
             return self._run()
         finally:
-            self.button.disabled = False
+            self.button.disabled = self.new_seed_button.disabled = False
+
+    def new_seed(self):
+        """Step the seed by one (past :data:`SEED_MAX`: 0) and :meth:`run`: a reproducible sequence of draws."""
+        box = self.controls["seed"]
+        box.value = (box.value + 1) % (SEED_MAX + 1)
+        return self.run()
 
     def _run(self):
         import theory
 
         values = self.values()
-        metric, samples = values.pop("metric"), values.pop("samples")
+        metric, samples, seed = values.pop("metric"), values.pop("samples"), values.pop("seed")
         self.output.clear_output()
         self.image.layout.display = "none"
         self.figure, self.verdicts = None, []
@@ -209,16 +225,16 @@ class Explorer:
         with stage("simulation", f"simulating {setting.depth} blocks x {samples} samples of {setting.scheme}/"
                                  f"{setting.block} ... (the bar below counts blocks)"):
             with self.output, progress_as_output():
-                table, blowup = run_setting(setting, metric, samples, progress=True)
+                table, blowup = run_setting(setting, metric, samples, seed=seed, progress=True)
             self.output.clear_output()  # the bar's last line (leave=False blanks it: a line of spaces)
         with stage("theory", "theory prediction ..."):
             prediction = theory.predict(setting)
         with stage("drawing", "drawing ..."):
-            self.figure = explorer_figure(setting, metric, table, prediction, blowup, samples)
+            self.figure = explorer_figure(setting, metric, table, prediction, blowup, samples, seed)
             self.image.value = figure_png(self.figure)
             self.image.layout.display = None
         with self.output:
-            print("setting: " + setting_title(setting, metric, samples).replace("\n", "  "))
+            print("setting: " + setting_title(setting, metric, samples, seed).replace("\n", "  "))
             curves = prediction[prediction["metric"] == metric]
             for law in sorted(curves["law"].unique()):
                 rows = compare(law, "", table, curves[curves["law"] == law], blowup)
@@ -229,7 +245,7 @@ class Explorer:
                 print(f"theory.predict has no curve of {metric} for this setting")
         split = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timings.items())
         self.status.value = (f"done in {time.perf_counter() - started:.1f} s ({split}); change the settings and "
-                             "press <b>run</b> again")
+                             "press <b>run</b> again, or <b>new seed</b> for another draw")
         return table
 
     def show(self):

@@ -7,21 +7,25 @@ registry). Points are means over the
 seeds with 95 % t intervals (differences of two schemes paired by seed, as the study's
 ``levels.csv``).
 
-``study_depth``      P2 Fig. 2 at tiny scale: the variance profile of every depth (Pre-LN, LNS),
-                     ``||J - I||`` and the causal, permutation and usefulness scores against depth
+``study_depth``      P2 Fig. 2 at tiny scale: the variance profile of every depth (Pre-LN, LNS,
+                     one y range), ``||J - I||`` and the causal, permutation and usefulness scores
+                     against depth
 ``study_pruning``    P1 Fig. 1 for every depth: the loss change when one block is deleted, against
                      the relative depth ``l/L``
 ``study_lns_gain``   LNS minus Pre-LN (held-out loss, deep-half angular distance, deep-half pruning
                      drop) against depth, width and training steps
 ``study_phase``      the learning-rate x depth phase diagram of the trained growth class and exponent
+                     (a grey cell: a class other than polynomial, named in the cell; a key below)
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.patches import Patch
 
-from paper_figs.style import new_figure, place_legend, save_figure
+from paper_figs.legends import figure_legend
+from paper_figs.style import METRIC_LABELS, new_figure, place_legend, save_figure
 from simulate.scores.growth_claims import t_interval
 from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results
 from simulate.study.statistics import block_values, var_profiles
@@ -32,8 +36,15 @@ __all__ = ["study_depth", "study_pruning", "study_lns_gain", "study_phase", "dep
 _LABEL = {"pre": "Pre-LN", "lns": "LNS"}
 _COLOR = {"pre": "C0", "lns": "C3"}
 _GAIN = (("p1-lns-loss", "held-out loss", "nats/byte"),
-         ("p1-lns-angular", "deep-half angular distance", "arccos(cos) / pi"),
+         ("p1-lns-angular", "deep-half angular distance", METRIC_LABELS["angular"]),
          ("p1-lns-prune", "deep-half pruning drop", "nats/byte"))
+# The depth figure's panels of one statistic against depth: (statistic, title, y label).
+_DEPTH_PANELS = (("jac_dev_mean", "distance from the identity", f"block mean {METRIC_LABELS['jac_dev']}"),
+                 ("causal_mean", "causal score (P2)", "block mean causal score"),
+                 ("permutation_mean", "permutation score (P2)", "block mean permutation score"),
+                 ("usefulness_log", "usefulness (P2)", f"block mean {METRIC_LABELS['usefulness_log']}"))
+# What a phase-diagram cell says when its growth class is not polynomial (those cells are grey).
+_PHASE_KEY = "grey: not polynomial (exp: exponential, r = rate per layer; undet.: no class; pending: not trained)"
 _AXIS_LABEL = {"depth": "depth L (blocks)", "width": "width d", "steps": "training steps", "lr": "peak learning rate"}
 
 
@@ -81,6 +92,7 @@ def depth_figure(results=ATLAS_DIR):
     depths = sorted(points["depth"].unique())
     fig, axes = new_figure(ncols=3, nrows=2, width=2.9, height=2.4)
     colors = {depth: f"C{i}" for i, depth in enumerate(depths)}
+    axes[0, 1].sharey(axes[0, 0])  # one y range: LNS's smaller growth is seen, not rescaled away
     for ax, scheme in zip(axes[0, :2], ("pre", "lns")):
         for depth in depths:
             profile = _mean_profile(models, scheme, int(depth))
@@ -88,17 +100,16 @@ def depth_figure(results=ATLAS_DIR):
                 continue
             ax.plot(np.arange(len(profile)), profile, lw=1, color=colors[depth], label=f"L={depth}")
         ax.set_yscale("log")
-        ax.set_xlabel("layer l")
-        ax.set_ylabel("var of the stream")
-        ax.set_title(f"{_LABEL[scheme]}: variance, trained", fontsize=8)
+        ax.set_xlabel(r"layer $\ell$")
+        ax.set_ylabel(f"stream variance {METRIC_LABELS['var']}")
+        ax.set_title(f"{_LABEL[scheme]}: variance, trained (y shared)", fontsize=8)
     place_legend(axes[0, 1])
-    panels = (("jac_dev_mean", "mean ||J_l - I||_F / sqrt(Td)"), ("causal_mean", "causal score"),
-              ("permutation_mean", "permutation score"), ("usefulness_log", "mean log(L_lin / L)"))
-    for ax, (statistic, label) in zip([axes[0, 2], *axes[1]], panels):
+    for ax, (statistic, title, label) in zip([axes[0, 2], *axes[1]], _DEPTH_PANELS):
         for scheme in ("pre", "lns"):
             _errorbars(ax, axis_band(points, statistic, "depth", scheme), "depth", color=_COLOR[scheme],
                        label=_LABEL[scheme])
         _log_axis(ax, depths, "depth")
+        ax.set_title(title, fontsize=8)
         ax.set_ylabel(label)
     place_legend(axes[1, 2])
     return fig
@@ -155,11 +166,11 @@ def phase_figure(results=ATLAS_DIR):
         for r in rows.itertuples():
             if r.growth_class == "polynomial":
                 grid[depths.index(r.depth), lrs.index(r.lr)] = r.mean
-        ax.set_facecolor("0.85")  # cells that are not polynomial stay grey, named by their text
+        ax.set_facecolor("0.85")  # cells that are not polynomial stay grey, named by their text (_PHASE_KEY)
         ax.grid(False)
         mesh = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis", interpolation="nearest",
                          vmin=0.0, vmax=max(2.0, float(np.nanmax(grid, initial=0.0))))
-        texts = {(r.depth, r.lr): {"polynomial": f"p={r.mean:.2f}", "exponential": f"exp r={r.mean:.2g}"}.get(
+        texts = {(r.depth, r.lr): {"polynomial": f"p={r.mean:.2f}", "exponential": f"exp\nr={r.mean:.2g}"}.get(
             r.growth_class, "undet.") for r in rows.itertuples()}
         for i, depth in enumerate(depths):
             for j, lr in enumerate(lrs):
@@ -180,7 +191,9 @@ def phase_figure(results=ATLAS_DIR):
             _errorbars(ax, band, "lr", color=_COLOR[scheme], linestyle=style, label=f"{_LABEL[scheme]}, L={depth}")
     _log_axis(ax, points["lr"], "lr")
     ax.set_ylabel("held-out loss (nats/byte)")
+    ax.set_title("held-out loss against learning rate", fontsize=8)
     place_legend(ax)
+    figure_legend(fig, [(Patch(facecolor="0.85", edgecolor="0.5", linewidth=0.5), _PHASE_KEY)])
     return fig
 
 

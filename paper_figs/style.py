@@ -42,6 +42,7 @@ __all__ = [
     "LAW_LINESTYLE",
     "LAW_MARKERS",
     "KIND_WORDS",
+    "METRIC_LABELS",
     "place_legend",
     "log_limits_from_lines",
     "new_figure",
@@ -62,6 +63,11 @@ LEGEND_FONTSIZE = 7.0
 # How a theory line is dashed, by the ``kind`` column of theory.predict.
 LAW_LINESTYLE = {"exact": "-", "upper": "--", "lower": ":", "approx": "-."}
 KIND_WORDS = {"exact": "exact law", "approx": "approximate law", "upper": "upper bound", "lower": "lower bound"}
+# Axis labels of the metrics and scores, in mathtext as the papers write them (simulate/engine/metrics.py
+# and simulate/scores define them; jac_dev is the Hutchinson estimate of ||J_l - I||_F / sqrt(T d)).
+METRIC_LABELS = {"var": r"$\sigma_\ell^2$", "jac_dev": r"$\|J_\ell - I\|_F/\sqrt{Td}$",
+                 "angular": r"$\arccos\,\cos(x_{\ell-1}, x_\ell)/\pi$",
+                 "usefulness_log": r"$\log(\mathcal{L}_\mathrm{lin}/\mathcal{L})$"}
 # Markers that tell apart several laws of one kind in a sweep plot.
 LAW_MARKERS = ("", "x", "+", "^", "v", "s")
 

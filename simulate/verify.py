@@ -32,7 +32,8 @@ from theory.cli import CliParser, add_progress_argument, fail, markdown_table, o
 from theory.setting import Setting
 
 __all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "summarize", "to_markdown", "main",
-           "init_growth_rows", "trained_section", "check_trained_runs", "add_trained_rows"]
+           "init_growth_rows", "trained_section", "check_trained_runs", "add_trained_rows", "INIT_TITLE",
+           "TRAINED_TITLE", "trained_markdown_report", "check_overwrite"]
 
 # Statements that speak about trained weights; what the workbench checks instead.
 NOT_AT_INIT = {
@@ -237,9 +238,9 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def to_markdown(table: pd.DataFrame, *, title: str = "Theory against Monte-Carlo") -> str:
-    """The per-lemma summary and the full table as one Markdown document."""
-    return (f"# {title}\n\nVerdict rules: exact laws hold when |z| <= {Z_LIMIT:g} at every layer "
+def to_markdown(table: pd.DataFrame) -> str:
+    """The per-lemma summary and the full table as one Markdown document (the random-init report)."""
+    return (f"# {INIT_TITLE}\n\nVerdict rules: exact laws hold when |z| <= {Z_LIMIT:g} at every layer "
             f"(z in Monte-Carlo standard errors); bounds hold when never crossed by more than {Z_LIMIT:g} sem "
             f"(tightness = measured/bound at the last layer); approximate laws within "
             f"{APPROX_REL_TOLERANCE:.0%} relative error hold approximately.\n\n## Per lemma\n\n"
@@ -325,51 +326,96 @@ def _interrupted(prog: str, stop: KeyboardInterrupt, out) -> int:
     return exit_code(stop)
 
 
-def main(argv=None) -> int:
-    """``python -m simulate verify [--quick] [--only ID ...] [--out DIR]``.
+# The two kinds of report verify writes, by the title of their verify.md; neither overwrites the other.
+INIT_TITLE = "Theory against Monte-Carlo"
+TRAINED_TITLE = "Trained claims against training runs"
+_DEFAULT_OUT = {INIT_TITLE: "out/verify", TRAINED_TITLE: "out/verify-trained"}
 
-    Exit code 0 when every curve of kind "exact" of an exact or bridge lemma holds, 1 when one
-    does not (approximate curves are reported, not enforced), 2 on bad input, 130/143 on
-    Ctrl-C/SIGTERM (one line; nothing written; the settings checked so far stay in the cache).
-    ``--progress/--no-progress``: the bar over settings (default: when stderr is a terminal).
+
+def trained_markdown_report(table: pd.DataFrame) -> str:
+    """verify.md of ``verify --trained``: the trained claims (step 0 beside the end of training), then every row."""
+    return f"# {TRAINED_TITLE}\n{trained_section(table)}\n## Every row\n\n{markdown_table(table)}\n"
+
+
+def check_overwrite(prog: str, out: Path, title: str, force: bool) -> None:
+    """Exit 2 when ``out`` holds a verify report of the other kind (its verify.md's title), unless ``force``."""
+    report = out / "verify.md"
+    if force or not report.is_file():
+        return
+    first = report.read_text(errors="replace").partition("\n")[0].removeprefix("# ").strip()
+    if first != title:
+        fail(prog, f"--out {out} holds another report ({first!r}); give another --out (default for this one: "
+                   f"{_DEFAULT_OUT[title]}) or --force to overwrite it")
+
+
+def main(argv=None) -> int:
+    """``python -m simulate verify [--quick] [--only ID ...] [--trained [RUN ...]] [--out DIR] [--force]``.
+
+    Without ``--trained``: every lemma at random init; exit code 0 when every curve of kind
+    "exact" of an exact or bridge lemma holds, 1 when one does not (approximate curves are
+    reported, not enforced). With ``--trained``: only the papers' trained claims on the runs
+    (their step 0 and their end; docs/scores.md), their table printed, exit 0; the report goes
+    to ``out/verify-trained`` by default. Neither kind overwrites a report of the other kind
+    without ``--force``. 2 on bad input, 130/143 on Ctrl-C/SIGTERM (one line; nothing written;
+    the settings checked so far stay in the cache). ``--progress/--no-progress``: the bars
+    (default: when stderr is a terminal).
     """
     import theory
+    from simulate.scores.trained_claims import trained_summary
 
     prog = "python -m simulate verify"
-    parser = CliParser(prog=prog, description="Check every lemma of theory.LEMMAS against the simulator.")
+    parser = CliParser(prog=prog, description="Check every lemma of theory.LEMMAS against the simulator, or, with "
+                                              "--trained, the papers' trained claims on training runs.")
     parser.add_argument("--quick", action="store_true", help="small widths, few samples, depths 4/16/64")
     parser.add_argument("--only", action="append", metavar="ID",
                         help="check only this lemma id (repeatable; ids: python -m theory list)")
-    parser.add_argument("--out", default="out/verify", help="directory for verify.csv and verify.md (default out/verify)")
+    parser.add_argument("--out", default=None, help="directory for verify.csv and verify.md (default out/verify, "
+                                                    "with --trained out/verify-trained)")
+    parser.add_argument("--force", action="store_true", help="overwrite a report of the other kind in --out")
     parser.add_argument("--trained", nargs="*", metavar="RUN", default=None,
-                        help="also judge P1's and P2's trained claims on these training runs (none given: tiny "
-                             "cached trainings, see docs/scores.md)")
+                        help="judge only P1's and P2's trained claims, on these training runs (none given: tiny "
+                             "cached trainings, see docs/scores.md); the random-init lemmas are not rerun")
     add_progress_argument(parser)
     args = parser.parse_args(argv)
+    trained = args.trained is not None
+    if trained and args.only is not None:
+        fail(prog, "--only is not allowed with --trained: --only picks random-init lemmas, --trained judges the "
+                   "trained claims of its runs")
     only = None if args.only is None else [i for word in args.only for i in word.split(",") if i]
     if only is not None and (unknown := [i for i in only if i not in theory.LEMMAS]):
         fail(prog, f"unknown lemma id {unknown[0]!r}; known ids: {' '.join(theory.LEMMAS)}")
-    out = output_path(prog, args.out, directory=True)
+    title = TRAINED_TITLE if trained else INIT_TITLE
+    out = output_path(prog, args.out or _DEFAULT_OUT[title], directory=True)
+    check_overwrite(prog, out, title, args.force)
     check_trained_runs(prog, args.trained)
     started = time.perf_counter()
+    progress = progress_enabled(args.progress)
     with handle_signals():
         try:
-            table = verify(quick=args.quick, progress=progress_enabled(args.progress), only=only)
-            if args.trained is not None:
-                table = add_trained_rows(prog, table, args.trained, args.quick, progress_enabled(args.progress))
+            if trained:
+                table = add_trained_rows(prog, pd.DataFrame(columns=COLUMNS), args.trained, args.quick, progress)
+            else:
+                table = verify(quick=args.quick, progress=progress, only=only)
         except KeyboardInterrupt as stop:  # nothing is written before the end: nothing half-written
             return _interrupted(prog, stop, out)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
-        print(summarize(table).to_string(index=False))
+        print((trained_summary(table) if trained else summarize(table)).to_string(index=False))
     with deferred_signals() as pending:  # the two reports are written whole, together
         out.mkdir(parents=True, exist_ok=True)
         write_atomic(out / "verify.csv", table.to_csv(index=False))
-        write_atomic(out / "verify.md", to_markdown(table))
+        write_atomic(out / "verify.md", trained_markdown_report(table) if trained else to_markdown(table))
     print(f"{len(table)} rows in {time.perf_counter() - started:.1f} s -> {out / 'verify.csv'}, {out / 'verify.md'}")
     if pending:
         print(interrupted_line(prog, pending[0], "while the reports were written", f"both are complete in {out}",
                                "nothing to resume"), file=sys.stderr)
         return exit_code(pending[0])
+    return 0 if trained else _exact_law_status(table)
+
+
+def _exact_law_status(table: pd.DataFrame) -> int:
+    """1 (with one line on stderr) when an exact curve of an exact or bridge lemma does not hold, else 0."""
+    import theory
+
     derived = table["id"].map(lambda i: theory.LEMMAS[i].kind in ("exact", "bridge"))
     approx_off = table[derived & (table["kind"] == "approx") & (table["verdict"] == "violated")]
     if len(approx_off):

@@ -3,8 +3,8 @@
 - ``list [--kind KIND]``: one line per lemma, ``ID  SOURCE  statement``.
 - ``show ID [--ascii] [--no-check]``: the statement in Unicode (``sympy.pretty``) and
   LaTeX, assumptions, closed form, derived growth class, symbolic-check result, notes.
-- ``predict [SETTING FLAGS] --out FILE.csv``: handed to :func:`predict_main` (the table of
-  :func:`theory.meanfield.prediction.predict` as CSV).
+- ``predict [SETTING FLAGS] [--layers SPEC] --out FILE.csv|FILE.parquet``: handed to :func:`predict_main`
+  (the table of :func:`theory.meanfield.prediction.predict` at the chosen layers, as CSV or Parquet).
 
 Bad input (an unknown id, a bad flag): exit code 2 and one line on stderr.
 
@@ -23,7 +23,9 @@ from typing import Sequence
 import sympy as sp
 from tqdm import tqdm
 
-from theory.cli import CliParser, add_progress_argument, atomic_write, fail, output_path, progress_enabled, write_csv
+from theory.cli import (CliParser, add_progress_argument, atomic_write, estimated_size, fail, format_bytes, output_path,
+                        progress_enabled, table_format, write_table)
+from theory.layer_selection import LAYERS_ALLOWED, LayerSelection, layer_selection_type, rows_at_layers
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 from theory.symbolic.lemmas import LEMMAS, Lemma
 
@@ -31,6 +33,8 @@ __all__ = ["main", "build_parser", "format_list", "format_show", "predict_main",
 
 PROG = "python -m theory"
 KINDS = ("paper", "exact", "bridge")
+ALL_LAYERS_UP_TO = 10_000  # predict writes every layer up to this depth by default ...
+DEFAULT_LOG_LAYERS = 1000  # ... and this many log-spaced layers above it
 
 
 def build_parser() -> CliParser:
@@ -119,34 +123,57 @@ def _emit(text: str) -> None:
 
 
 def predict_main(argv: Sequence[str] | None = None) -> int:
-    """``python -m theory predict [SETTING FLAGS] --out FILE.csv``: write the table atomically.
+    """``python -m theory predict [SETTING FLAGS] [--layers SPEC] --out FILE.csv|FILE.parquet``.
 
-    Bad settings exit with code 2 and one line on stderr; no file is written.
+    Predicts every layer, keeps the rows of the layers ``--layers`` selects (default: all up to
+    :data:`ALL_LAYERS_UP_TO` blocks, else ``log:`` :data:`DEFAULT_LOG_LAYERS`, said on stderr), says the
+    rows and the estimated size on stderr, then writes CSV, or Parquet for a ``.parquet`` path, atomically.
+    Bad input exits with code 2 and one line on stderr; no file is written.
     """
     from theory.meanfield.prediction import predict
 
     prog = "python -m theory predict"
-    parser = CliParser(prog=prog, description="Per-layer predictions (CSV: layer,metric,law,kind,value).")
+    parser = CliParser(prog=prog, description="Per-layer predictions (columns layer,metric,law,kind,value) "
+                       "as CSV, or Parquet when --out ends in .parquet.")
     add_setting_arguments(parser)
-    parser.add_argument("--out", required=True, metavar="FILE.csv", help="output CSV file")
+    parser.add_argument("--layers", type=layer_selection_type, default=None, metavar="SPEC",
+                        help=f"the layers to write: {LAYERS_ALLOWED} (default: all up to {ALL_LAYERS_UP_TO:,} "
+                        f"blocks, log:{DEFAULT_LOG_LAYERS} above)")
+    parser.add_argument("--out", required=True, metavar="FILE.csv|FILE.parquet",
+                        help="output file: Parquet if it ends in .parquet, else CSV")
     add_progress_argument(parser)
     args = parser.parse_args(argv)
     try:
         setting = setting_from_args(args)
     except (SettingError, ValueError) as error:
         fail(prog, str(error))
+    selection = args.layers or (LayerSelection("all") if setting.depth <= ALL_LAYERS_UP_TO
+                                else LayerSelection("log", DEFAULT_LOG_LAYERS))
+    try:
+        layers = selection.layers(setting.depth)  # (M,)
+    except ValueError as error:
+        fail(prog, f"argument --layers: {error}")  # argparse's words for the other --layers errors
     out = output_path(prog, args.out, directory=False)
+    fmt = table_format(out)
+    if args.layers is None and len(layers) < setting.depth + 1:
+        print(f"{prog}: note: depth {setting.depth:,} > {ALL_LAYERS_UP_TO:,}: writing {len(layers):,} of "
+              f"{setting.depth + 1:,} layers (--layers {selection}); --layers all writes every layer",
+              file=sys.stderr)
     with tqdm(total=2, desc="predict", unit="stage", disable=not progress_enabled(args.progress),
               file=sys.stderr) as bar:  # the recursion is vectorised: two stages, each seconds at depth 10^6
         bar.set_postfix_str(f"recursion over {setting.depth} blocks")
-        table = predict(setting)
+        full = predict(setting)
+        blow_up = first_non_finite(full)  # the first layer of all, kept or not
+        table = rows_at_layers(full, layers, setting.depth)
+        del full
         bar.update()
         bar.set_postfix_str(f"writing {len(table)} rows")
-        atomic_write(out, lambda temp: write_csv(table, temp))
+        tqdm.write(f"{prog}: writing {len(table):,} rows (~{format_bytes(estimated_size(table, fmt))}) to {out}",
+                   file=sys.stderr)
+        atomic_write(out, lambda temp: write_table(table, temp, fmt))
         bar.update()
     metrics = ",".join(sorted(table.metric.unique()))
-    print(f"wrote {len(table)} rows ({setting.depth + 1} layers; {metrics}) to {out}")
-    blow_up = first_non_finite(table)
+    print(f"wrote {len(table)} rows ({len(layers)} of {setting.depth + 1} layers; {metrics}) to {out}")
     if blow_up:
         print(f"{prog}: warning: {blow_up}", file=sys.stderr)
     return 0
@@ -157,7 +184,7 @@ def first_non_finite(table) -> str:
 
     >>> import numpy as np, pandas as pd
     >>> first_non_finite(pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "law": "x", "value": [1, 2, np.inf]}))
-    'not finite from layer 2 (var/x at 2); those values are written as inf/nan'
+    'not finite from layer 2 (var/x at 2); those values are inf/nan'
     """
     import numpy as np
 
@@ -166,7 +193,7 @@ def first_non_finite(table) -> str:
         return ""
     starts = bad.groupby(["metric", "law"], observed=True)["layer"].min().sort_values()  # (curves,)
     curves = ", ".join(f"{metric}/{law} at {layer}" for (metric, law), layer in starts.items())
-    return f"not finite from layer {int(starts.iloc[0])} ({curves}); those values are written as inf/nan"
+    return f"not finite from layer {int(starts.iloc[0])} ({curves}); those values are inf/nan"
 
 
 def _run_predict(argv: Sequence[str]) -> int:

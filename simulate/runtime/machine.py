@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from theory.cli import fail
+from theory.cli import fail, format_bytes  # one formatter of byte counts, shared with theory
 
 __all__ = ["LIMIT_ENV", "available_bytes", "memory_limit", "format_bytes", "check_fits"]
 
@@ -101,14 +101,6 @@ def memory_limit(device="cpu") -> int | None:
             fail("depth-workbench", f"${LIMIT_ENV}={text!r} is not allowed: a size such as 8G, 512M, "
                  "a byte count, or off")
     return available_bytes(device)
-
-
-def format_bytes(count: float) -> str:
-    """Bytes in decimal units with three significant digits: 1.2 GB, 340 MB, 51.2 GB."""
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if count >= size:
-            return f"{count / size:.3g} {unit}"
-    return f"{int(count)} B"
 
 
 def check_fits(estimate: int, device, prog: str, flag_hint: str, *, what: str = "this run",

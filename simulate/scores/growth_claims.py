@@ -47,7 +47,7 @@ from simulate.engine import CONFIDENCE, interval_z
 from theory.meanfield.bridge import loglog_slope, var_growth
 
 __all__ = ["GROWTH_LEMMAS", "EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "t_interval", "growth_summary",
-           "describe_growth", "growth_rows"]
+           "describe_growth", "growth_rows", "format_estimate"]
 
 GROWTH_LEMMAS = ("p1-lemma-3.2", "p1-lns")
 # Exponents this close to a claimed boundary count as on it (linear growth measured as p = 0.97 is linear).
@@ -79,6 +79,7 @@ class GrowthSummary(NamedTuple):
     seeds: int
     layers: int
     growth: float = math.nan  # var_L / var_0, mean over seeds
+    at_bound: int = 0  # seeds whose fit of the better class ended at its range's end (GrowthFit.at_bound)
 
 
 def t_interval(values, confidence: float = CONFIDENCE) -> tuple[float, float, float]:
@@ -117,7 +118,7 @@ def growth_summary(curves) -> GrowthSummary:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a flat or zero layer: NaN, left out
         fits = [var_growth(curve) for curve in curves]
         steps = [_step_fit(curve) for curve in curves]
-    if len(curves) == 1:
+    if len(curves) == 1:  # the fit's own interval (NaN at a bound, open ends 0 and inf)
         poly, expo = fits[0]["polynomial"], fits[0]["exponential"]
         exponent, rate = (poly.slope, poly.ci_low, poly.ci_high), (expo.slope, expo.ci_low, expo.ci_high)
         step = steps[0][:3]
@@ -137,12 +138,19 @@ def growth_summary(curves) -> GrowthSummary:
         label = "exponential" if rss_exp < rss_poly and rate[0] * depth >= 1.0 else "polynomial"
     constants = np.array([s[3] for s in steps], dtype=float)  # (S,)
     constant = float(constants[np.isfinite(constants)].mean()) if np.isfinite(constants).any() else math.nan
-    return GrowthSummary(label, exponent, rate, step, constant, rss_poly, rss_exp, len(curves), depth, growth)
+    at_bound = sum(f["exponential" if label == "exponential" else "polynomial"].at_bound for f in fits)
+    return GrowthSummary(label, exponent, rate, step, constant, rss_poly, rss_exp, len(curves), depth, growth,
+                         at_bound)
 
 
-def _interval(estimate) -> str:
+def format_estimate(estimate, spec: str = ".2f") -> str:
+    """``mean [low, high]`` of an ``(estimate, low, high)``; an open end reads 0 or inf; no interval: the mean alone.
+
+    >>> format_estimate((1.5, 0.0, math.inf)), format_estimate((0.02, math.nan, math.nan), ".3f")
+    ('1.50 [0.00, inf]', '0.020')
+    """
     mean, low, high = estimate
-    return f"{mean:.2f} [{low:.2f}, {high:.2f}]" if np.isfinite(low) else f"{mean:.2f}"
+    return f"{mean:{spec}}" if np.isnan(low) or np.isnan(high) else f"{mean:{spec}} [{low:{spec}}, {high:{spec}}]"
 
 
 def describe_growth(summary: GrowthSummary) -> str:
@@ -151,10 +159,13 @@ def describe_growth(summary: GrowthSummary) -> str:
         if summary.growth < 1.0 + FLAT_GROWTH:
             return f"undetermined: the variance barely grows over depth (var_L/var_0 = {summary.growth:.3g})"
         return f"undetermined: too few usable layers of {summary.layers} for the fits"
-    main = (f"polynomial, exponent {_interval(summary.exponent)}" if summary.label == "polynomial"
-            else f"exponential, rate {_interval(summary.rate)} per block")
+    main = (f"polynomial, exponent {format_estimate(summary.exponent)}" if summary.label == "polynomial"
+            else f"exponential, rate {format_estimate(summary.rate)} per block")
     if summary.label == "polynomial" and summary.exponent[0] <= _SMALLEST_EXPONENT:
         main += " (at the fit's smallest exponent: logarithmic or bounded growth)"
+    if summary.at_bound:
+        main += (" at the bound of the fitted range, no interval" if summary.seeds == 1 else
+                 f" ({summary.at_bound} of {summary.seeds} seeds at the bound of the fitted range)")
     over = f"{summary.seeds} seeds" if summary.seeds > 1 else "one curve"
     return (f"{main} (relative RSS: polynomial {summary.rss_polynomial:.3g}, exponential "
             f"{summary.rss_exponential:.3g}; {summary.layers} blocks, {over}, 95% CI)")
@@ -173,7 +184,7 @@ def _row(lemma_id, label, metric, verdict, estimate, target, comment, layers) ->
 def _interval_verdict(low: float, high: float, inside, outside, positive: str = "holds as a bound") -> str:
     """``violated`` when the interval contradicts the claim (``outside``), else ``positive`` when all of it
     satisfies the claim (``inside``), else ``inconclusive``."""
-    if not (np.isfinite(low) and np.isfinite(high)):
+    if np.isnan(low) or np.isnan(high):  # no interval (one seed, or a fit at its range's end); inf is an open end
         return "inconclusive"
     if outside(low, high):
         return "violated"
@@ -205,7 +216,7 @@ def growth_rows(lemma_id: str, label: str, summary: GrowthSummary) -> list[dict]
                                     lambda lo, hi: lo > 1 + EXPONENT_TOLERANCE or hi < 1 - EXPONENT_TOLERANCE,
                                     positive="holds")
         rows.append(_row(lemma_id, label, "var_step", verdict, summary.step, 1.0,
-                         f"per-layer factor 1 + c sigma^-q fitted: q = {_interval(summary.step)}, c = "
+                         f"per-layer factor 1 + c sigma^-q fitted: q = {format_estimate(summary.step)}, c = "
                          f"{summary.constant:.3g}; P1's reading 1 + c/sigma (q = 1, growth L^2 for any c) "
                          f"{_WORDS[verdict]} (q = 2: constant increments, linear growth as at init)", summary.layers))
         return rows

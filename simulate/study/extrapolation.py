@@ -148,20 +148,27 @@ def _varying(frame: pd.DataFrame, terms) -> tuple[tuple[str, ...], dict]:
 
 
 class LawError(ValueError):
-    """Too few fitting models for the law's regressors (the design has not full rank)."""
+    """The fitting models cannot determine the law's regressors (too few rows, or a design without full rank)."""
 
 
-def _full_rank(design: np.ndarray, what: str) -> np.ndarray:
-    if design.shape[0] <= design.shape[1] or np.linalg.matrix_rank(design) < design.shape[1]:
-        raise LawError(f"{what}: {design.shape[0]} rows for {design.shape[1]} regressors, too few to fit")
-    return design
+def _fit_design(frame: pd.DataFrame, terms, what: str) -> np.ndarray:
+    """The design of ``terms`` over ``frame``'s rows (``(n, terms)``); :class:`LawError` saying why it cannot fit."""
+    design = _design(frame, terms)  # (n, terms)
+    rank = int(np.linalg.matrix_rank(design)) if len(design) else 0
+    if design.shape[0] > design.shape[1] and rank == design.shape[1]:
+        return design
+    models = frame[["depth", "width", "steps", "seed"]].drop_duplicates()
+    depths = ", ".join(str(d) for d in sorted(models["depth"].unique())) or "none"
+    raise LawError(f"{what}: {len(models)} fitting models (depths {depths}) give {design.shape[0]} rows for the "
+                   f"{len(terms)} regressors {', '.join(terms)}, of rank {rank}: the law needs more rows than "
+                   "regressors and regressors that vary independently over the fitting models")
 
 
 def _first_block_law(samples: pd.DataFrame) -> tuple[tuple[str, ...], np.ndarray, dict, float]:
     """(terms, gamma, left-out regressors, mean embedding variance) of ``log sigma_1^2`` (module docstring)."""
     first = samples[samples["layer"] == 1]
     terms, fixed = _varying(first, FIRST_TERMS)
-    design = _full_rank(_design(first, terms), "the first block")  # (models, terms)
+    design = _fit_design(first, terms, "the first block")  # (models, terms)
     gamma = np.linalg.lstsq(design, np.log(first["var"]).to_numpy(float), rcond=None)[0]
     return terms, gamma, fixed, float(first["var_in"].mean())
 
@@ -171,7 +178,7 @@ def fit_law(samples: pd.DataFrame) -> BridgeLaw:
     the fitting models are too few for its regressors."""
     blocks = samples[(samples["layer"] >= 2) & (samples["b"] > 0) & (samples["sigma_in"] > 0)]
     terms, fixed = _varying(blocks, BLOCK_TERMS)
-    design = _full_rank(_design(blocks, terms), "blocks l >= 2")  # (n, terms)
+    design = _fit_design(blocks, terms, "blocks l >= 2")  # (n, terms)
     alpha = np.linalg.lstsq(design, (blocks["a"] / blocks["sigma_in"]).to_numpy(float), rcond=None)[0]
     beta = np.linalg.lstsq(design, np.log(blocks["b"] / blocks["sigma_in"]).to_numpy(float), rcond=None)[0]
     first_terms, gamma, first_fixed, embedding_var = _first_block_law(samples)
@@ -183,7 +190,7 @@ def fit_growth_law(samples: pd.DataFrame) -> GrowthLaw:
     :func:`fit_law`."""
     blocks = samples[(samples["layer"] >= 2) & (samples["var"] > 0) & (samples["var_in"] > 0)]
     terms, fixed = _varying(blocks, GROWTH_TERMS)
-    design = _full_rank(_design(blocks, terms), "blocks l >= 2")  # (n, terms)
+    design = _fit_design(blocks, terms, "blocks l >= 2")  # (n, terms)
     theta = np.linalg.lstsq(design, np.log(blocks["var"] / blocks["var_in"]).to_numpy(float), rcond=None)[0]
     first_terms, gamma, first_fixed, embedding_var = _first_block_law(samples)
     return GrowthLaw(terms, theta, first_terms, gamma, {**fixed, **first_fixed}, embedding_var)

@@ -79,7 +79,7 @@ def _law_section(samples, held_out: int, law_name: str, fit) -> tuple[list[str],
     try:
         result = extrapolation_test(samples, held_out, fit)
     except LawError as error:
-        return lines + [f"No law: {error} (the shallower models are not trained yet?).", ""], []
+        return lines + [f"No law: {error}.", ""], []
     law = result["law"]
     coefficients = (("alpha", law.terms, law.alpha), ("beta", law.terms, law.beta)) if law_name == "bridge" \
         else (("theta", law.terms, law.theta),)

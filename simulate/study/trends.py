@@ -89,13 +89,19 @@ def direction_verdict(trend: Trend, direction: int | None) -> str:
 
 
 class Crossing(NamedTuple):
-    """Where the fitted line crosses 0: ``estimate`` (axis units), Fieller bounds (``inf`` when unbounded)."""
+    """Where the fitted line crosses 0: ``estimate`` (axis units), Fieller bounds (``inf`` when unbounded).
+
+    ``range_low``, ``range_high``: the axis values the trend was fitted on; beyond them the line is
+    an extrapolation, and :func:`describe_crossing` does not print a bound there as a number.
+    """
 
     estimate: float
     low: float
     high: float
     in_range: bool
     note: str
+    range_low: float = 0.0
+    range_high: float = math.inf
 
 
 def _fieller(trend: Trend) -> tuple[float, float, str]:
@@ -123,22 +129,29 @@ def zero_crossing(trend: Trend, x_min: float, x_max: float) -> Crossing:
     bounds = (math.exp(low) if math.isfinite(low) else 0.0, math.exp(high) if high < 700 else math.inf)
     inside = x_min <= estimate <= x_max
     note = ("crossing in range" if inside else "none in range") + ("" if shape == "bounded" else " (unbounded)")
-    return Crossing(estimate, bounds[0], bounds[1], inside, note)
+    return Crossing(estimate, bounds[0], bounds[1], inside, note, x_min, x_max)
 
 
 def describe_crossing(crossing: Crossing, axis: str) -> str:
     """One line: where the claim's statistic changes sign along ``axis``, or that it does not in range.
 
-    >>> describe_crossing(Crossing(11.3, 8.1, 17.2, True, "crossing in range"), "depth")
+    An interval end beyond the fitted axis values reads "> x_max" or "< x_min" (beyond the range);
+    a zero of the line outside them is an extrapolation, not a crossing, and gets no interval.
+
+    >>> describe_crossing(Crossing(11.3, 8.1, 17.2, True, "crossing in range", 4.0, 64.0), "depth")
     'crossing at depth = 11.3 [8.1, 17.2]'
-    >>> describe_crossing(Crossing(210.0, 0.0, math.inf, False, "none in range (unbounded)"), "depth")
-    'none in range (the line crosses 0 at depth = 210, interval unbounded: slope not significant)'
+    >>> describe_crossing(Crossing(11.3, 3.43, 1.69e25, True, "crossing in range", 4.0, 64.0), "depth")
+    'crossing at depth = 11.3 [< 4, > 64 (beyond the range)]'
+    >>> describe_crossing(Crossing(210.0, 0.0, math.inf, False, "none in range (unbounded)", 4.0, 64.0), "depth")
+    'none in range (the line, extrapolated, crosses 0 at depth = 210)'
     """
     if not math.isfinite(crossing.estimate):
         return crossing.note
-    bounded = math.isfinite(crossing.high) and crossing.low > 0
-    interval = (f" [{crossing.low:.3g}, {crossing.high:.3g}]" if bounded
-                else ", interval unbounded: slope not significant")
-    if crossing.in_range:
-        return f"crossing at {axis} = {crossing.estimate:.3g}{interval}"
-    return f"none in range (the line crosses 0 at {axis} = {crossing.estimate:.3g}{interval})"
+    if not crossing.in_range:
+        return f"none in range (the line, extrapolated, crosses 0 at {axis} = {crossing.estimate:.3g})"
+    if not (math.isfinite(crossing.high) and crossing.low > 0):
+        return f"crossing at {axis} = {crossing.estimate:.3g}, interval unbounded: slope not significant"
+    low = f"{crossing.low:.3g}" if crossing.low >= crossing.range_low else f"< {crossing.range_low:.3g}"
+    high = f"{crossing.high:.3g}" if crossing.high <= crossing.range_high else f"> {crossing.range_high:.3g}"
+    beyond = crossing.low < crossing.range_low or crossing.high > crossing.range_high
+    return f"crossing at {axis} = {crossing.estimate:.3g} [{low}, {high}{' (beyond the range)' if beyond else ''}]"

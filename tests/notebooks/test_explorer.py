@@ -1,4 +1,5 @@
-"""The explorer of notebook 03: it offers only the metrics a block has, every offered pair plots, every plot is whole.
+"""The explorer of notebook 03: it offers only the metrics a block has, every offered pair plots, every plot is whole,
+the seed picks the Monte-Carlo draw.
 
 Built without a notebook front end (ipywidgets works without one); ``run`` is what the
 *run* button (``button.click()`` calls its handler) and Run All call. Under ipykernel 7 a
@@ -10,6 +11,7 @@ explorer's plot must be out of that thread's reach.
 from __future__ import annotations
 
 import io
+import re
 import threading
 import warnings
 
@@ -152,14 +154,43 @@ def test_a_run_names_its_stages_and_holds_the_button(explorer, monkeypatch):
     seen, real_run = [], paper_figs.explorer.run_setting
 
     def run_setting(*args, **kwargs):
-        seen.append(("button disabled", explorer.button.disabled))
+        seen.append(("buttons disabled", explorer.button.disabled, explorer.new_seed_button.disabled))
         return real_run(*args, **kwargs)
 
     monkeypatch.setattr(paper_figs.explorer, "run_setting", run_setting)
     explorer.status.observe(lambda change: seen.append(change["new"].split(" ")[0]), names="value")
-    explorer.button.click()
-    assert seen[:4] == ["simulating", ("button disabled", True), "theory", "drawing"], seen
-    assert seen[-1] == "done" and not explorer.button.disabled, seen
+    for button in (explorer.button, explorer.new_seed_button):
+        seen.clear()
+        button.click()
+        assert seen[:4] == ["simulating", ("buttons disabled", True, True), "theory", "drawing"], seen
+        assert seen[-1] == "done" and not explorer.button.disabled and not explorer.new_seed_button.disabled, seen
+
+
+def test_same_seed_same_draw_new_seed_another(explorer, capsys):
+    """Issue 25: the seed reaches the simulation, the title and the printed setting; *new seed* is seed + 1."""
+    import pandas as pd
+
+    first, first_png = explorer.run(), explorer.image.value
+    assert "seed=0" in explorer.figure.axes[0].get_title()
+    capsys.readouterr()
+    explorer.new_seed_button.click()
+    assert explorer.controls["seed"].value == 1 and "seed=1" in explorer.figure.axes[0].get_title()
+    assert re.search(r"setting: metric=var [^\n]* seed=1\n", capsys.readouterr().out), "the printed setting line"
+    second = explorer.figure.axes[0].get_lines()[0].get_ydata()
+    assert not np.allclose(second, first["mean"]), "another seed, another draw"
+    explorer.controls["seed"].value = 0  # back to the first draw: the very same numbers and picture
+    pd.testing.assert_frame_equal(explorer.run(), first, check_exact=True)
+    assert explorer.image.value == first_png
+
+
+def test_new_seed_wraps_to_zero():
+    pytest.importorskip("ipywidgets")
+    from paper_figs.explorer import SEED_MAX, Explorer
+
+    explorer = Explorer(**TINY, seed=SEED_MAX)
+    assert explorer.controls["seed"].value == SEED_MAX
+    explorer.new_seed()
+    assert explorer.controls["seed"].value == 0 and "seed=0" in explorer.figure.axes[0].get_title()
 
 
 def test_overflowing_theory_draws_without_a_warning():

@@ -65,7 +65,7 @@ PRINTED = {
         r"pre: held-out loss at step \d+: [\d.]+ \[(nan|[\d.]+), (nan|[\d.]+)\] \(log 256 = 5\.5452 is the "
         r"uniform guess\)",
         r"lns: more than half the blocks above a = sigma/L (from step \d+ on|at no logged step)",
-        r"1\. Growth class after training: Pre-LN (polynomial|exponential) \(p = [\d.]+ \[[\d.]+, [\d.]+\], q = ",
+        r"1\. Growth class after training: Pre-LN (polynomial|exponential) \(p = [\d.]+( \[[\d.]+, ([\d.]+|inf)\])?, q = ",
         r"- pruning drop, deep minus shallow half \(claim < 0\): trained \S+ " + VERDICT_WORD + r"; step 0 \S+ "
         + VERDICT_WORD,
         r"- held-out loss, LNS minus Pre-LN \(claim < 0\): trained \S+ " + VERDICT_WORD,

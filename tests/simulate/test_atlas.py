@@ -62,9 +62,29 @@ def test_the_reports_are_what_the_study_command_writes_from_the_shipped_points(s
     shutil.copytree(ATLAS_DIR / "points", tmp_path / "points")
     write_reports(study, tmp_path)
     for file in ("levels.csv", "trends.csv"):
-        fresh = pd.read_csv(tmp_path / "width" / file)
-        shipped = pd.read_csv(ATLAS_DIR / "width" / file)
-        pd.testing.assert_frame_equal(fresh, shipped, check_exact=False, rtol=1e-9)
+        assert_same_report(pd.read_csv(tmp_path / "width" / file), pd.read_csv(ATLAS_DIR / "width" / file), file)
+
+
+# A report's numbers are compared to what they mean, not to the last bit: the shipped ones were computed on
+# another machine, whose BLAS kernel and numpy SIMD path (AVX-512 against AVX2 or SSE) round differently, and a
+# fitted exponent amplifies a 1e-16 rounding to 1e-8 (seen: 1.067454134588979 against 1.0674541234560895). The
+# report prints three significant digits (relative resolution >= 5e-4); 1e-6 of a column's largest magnitude is
+# 500x finer than that and 100x coarser than the rounding seen. Words (verdicts, notes) must be equal.
+REPORT_RTOL = 1e-6
+
+
+def assert_same_report(fresh: pd.DataFrame, shipped: pd.DataFrame, what: str) -> None:
+    """Equal columns and words; numbers within :data:`REPORT_RTOL` of their column's scale (NaN where NaN)."""
+    assert list(fresh.columns) == list(shipped.columns) and len(fresh) == len(shipped), what
+    for column in shipped.columns:
+        if pd.api.types.is_numeric_dtype(shipped[column]) and pd.api.types.is_numeric_dtype(fresh[column]):
+            want = shipped[column].to_numpy(float)  # (rows,)
+            finite = np.isfinite(want)
+            scale = float(np.abs(want[finite]).max()) if finite.any() else 0.0
+            np.testing.assert_allclose(fresh[column].to_numpy(float), want, rtol=REPORT_RTOL,
+                                       atol=REPORT_RTOL * scale, equal_nan=True, err_msg=f"{what}: {column}")
+        else:
+            pd.testing.assert_series_equal(fresh[column], shipped[column], obj=f"{what}: {column}")
 
 
 def test_the_figures_build_from_the_shipped_results(tmp_path):

@@ -118,8 +118,48 @@ def test_verify_trained_bad_run_exits_2_before_any_work(tmp_path, capsys):
     from simulate.verify import main
 
     with pytest.raises(SystemExit) as stop:
-        main(["--quick", "--only", "exact-weight-decay", "--trained", str(tmp_path / "nope"), "--out",
+        main(["--quick", "--trained", str(tmp_path / "nope"), "--out",
               str(tmp_path / "out"), "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and len(err) == 1 and "nope" in err[0], err
     assert not (tmp_path / "out").exists()
+
+
+def test_verify_trained_judges_only_the_runs_prints_them_and_keeps_other_reports(tiny_claim_runs, tmp_path, capsys):
+    """``verify --trained RUN RUN`` writes its own report: the trained claims alone, printed on the terminal.
+
+    It reruns no random-init lemma, goes to its own directory, and refuses (exit 2, nothing
+    written) to overwrite a random-init report unless ``--force``.
+    """
+    from simulate.verify import INIT_TITLE, TRAINED_TITLE, main
+
+    runs = [str(p) for name in ("pre", "lns") for p in tiny_claim_runs[name]]
+    out = tmp_path / "trained"
+    assert main(["--trained", *runs, "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    table = pd.read_csv(out / "verify.csv")
+    assert set(table["kind"]) <= {"claim", "growth"} and set(table["id"]) == {"p1-lemma-3.2", "p1-thm-3.3", "p1-lns"}
+    assert "verdict trained" in printed and "val_loss_vs_pre" in printed, printed
+    assert (out / "verify.md").read_text().startswith(f"# {TRAINED_TITLE}\n")
+    init_report = tmp_path / "init"
+    init_report.mkdir()
+    (init_report / "verify.md").write_text(f"# {INIT_TITLE}\n\nkept\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["--trained", *runs, "--out", str(init_report), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and "--force" in err[0], err
+    assert (init_report / "verify.md").read_text().endswith("kept\n") and not (init_report / "verify.csv").exists()
+    assert main(["--trained", *runs, "--out", str(init_report), "--force", "--no-progress"]) == 0
+    assert (init_report / "verify.md").read_text().startswith(f"# {TRAINED_TITLE}\n")
+
+
+def test_a_fit_at_the_bound_of_its_range_shows_no_interval_and_open_ends_are_open():
+    """The fit's range is never printed as a 95 % interval (verify.md once read "0.02 [0.02, 8]")."""
+    flat = growth_summary(1.0 + np.log1p(np.arange(17.0)) ** 0.01)  # flatter than l^0.02, the range's end
+    assert flat.at_bound == 1 and np.isnan(flat.exponent[1:]).all(), flat
+    (row,) = growth_rows("p1-lns", "x", flat)
+    assert "at the bound of the fitted range, no interval" in row["comment"] and "[0.02" not in row["comment"], row
+    four = growth_summary(np.array([1.0, 1.0, 1.3, 1.2, 1.9]))  # four blocks: the data bound neither end
+    assert four.exponent[1] == 0.0 and four.exponent[2] == math.inf, four.exponent
+    (row,) = growth_rows("p1-lns", "x", four)
+    assert row["verdict"] == "inconclusive" and "[0.00, inf]" in row["comment"], row

@@ -81,14 +81,23 @@ def test_a_crossing_outside_the_axis_is_none_in_range():
     y = 1.0 + 0.2 * np.log(AXIS) + 0.01 * np.random.default_rng(3).standard_normal(AXIS.size)
     found = zero_crossing(fit_trend(AXIS, y), AXIS.min(), AXIS.max())
     assert not found.in_range and found.estimate < AXIS.min()
-    assert describe_crossing(found, "depth").startswith("none in range (the line crosses 0 at depth = ")
+    assert describe_crossing(found, "depth") == f"none in range (the line, extrapolated, crosses 0 at depth = " \
+        f"{found.estimate:.3g})", "a zero of the line outside the axis is no crossing and gets no interval"
 
 
-def test_a_flat_noisy_line_has_an_unbounded_crossing_interval():
-    y = 0.05 + 0.5 * np.random.default_rng(4).standard_normal(AXIS.size)
+def test_crossing_bounds_beyond_the_axis_are_not_printed_as_numbers():
+    y = -0.25 + 0.08 * np.log(AXIS) + 0.15 * np.random.default_rng(7).standard_normal(AXIS.size)
     found = zero_crossing(fit_trend(AXIS, y), AXIS.min(), AXIS.max())
-    assert found.high == math.inf or found.low == 0.0
-    assert "interval unbounded" in describe_crossing(found, "depth")
+    assert found.in_range and found.low > 0 and found.high > AXIS.max(), found
+    text = describe_crossing(found, "depth")
+    assert text.endswith(f", > {AXIS.max():.3g} (beyond the range)]") and f"{found.high:.3g}" not in text, text
+
+
+def test_a_noisy_line_has_an_unbounded_crossing_interval():
+    y = -0.25 + 0.08 * np.log(AXIS) + 0.1 * np.random.default_rng(6).standard_normal(AXIS.size)
+    found = zero_crossing(fit_trend(AXIS, y), AXIS.min(), AXIS.max())
+    assert found.in_range and found.high == math.inf and found.low == 0.0, found
+    assert describe_crossing(found, "depth").endswith(", interval unbounded: slope not significant")
 
 
 def test_too_few_models_give_no_trend():

@@ -129,6 +129,10 @@ class GrowthFit(NamedTuple):
     ci_high: float
     rss: float  # residual sum of squares (relative residuals for the offset models, log y for loglog)
     n: int  # layers used
+    # fit_growth only: the best slope lies at an end of the fitted range (the data want one beyond it), so
+    # the slope is that end and the interval is NaN; an interval end the data do not bound inside the
+    # range is 0 (below) or inf (above), never the range's end shown as if it were measured
+    at_bound: bool = False
 
 
 def loglog_slope(layers, values, confidence: float = 0.95) -> GrowthFit:
@@ -177,13 +181,18 @@ def fit_growth(layers, values, model: str = "polynomial", confidence: float = 0.
 
     The offset ``c0`` absorbs the input's variance, so ``p`` is the log-log slope of the
     excess ``values - c0`` (``p = 1``: linear, the random-init regime of Pre-LN). Weighted
-    least squares on relative residuals; ``p`` (or ``r``) by profiling over a log grid, its
-    interval by the profile F test (``RSS <= RSS_min (1 + F_{1,n-3}/(n-3))``), clipped to the
-    grid. Derived here.
+    least squares on relative residuals; ``p`` (or ``r``) by profiling over a log grid (``p`` in
+    [0.02, 8], ``r L`` in [1e-3, 200]), its interval by the profile F test
+    (``RSS <= RSS_min (1 + F_{1,n-3}/(n-3))``). Where the profile does not cross the threshold
+    inside the grid, that end is open: 0 below, ``inf`` above. Where the best value is at an end
+    of the grid, ``at_bound`` is set and the interval is NaN: the range, not the data, stopped the
+    fit. Derived here.
 
     >>> l = np.arange(0, 17)
     >>> round(fit_growth(l, 1.0 + 0.1 * l).slope, 2), round(fit_growth(l, 2.0 * 1.1**l, "exponential").slope, 2)
     (1.0, 0.1)
+    >>> fit_growth(l, 1.0 + np.log1p(l) ** 0.01).at_bound  # flatter than any l^p with p >= 0.02
+    True
     """
     if model not in ("polynomial", "exponential"):
         raise ValueError(f"model={model!r} is not allowed: polynomial or exponential")
@@ -208,16 +217,21 @@ def fit_growth(layers, values, model: str = "polynomial", confidence: float = 0.
     refined = optimize.minimize_scalar(profile, bounds=(math.log(low), math.log(high)), method="bounded",
                                        options={"xatol": 1e-10})
     slope, rss_min = (math.exp(refined.x), float(refined.fun)) if refined.fun < rss[best] else (grid[best], rss[best])
+    if best in (0, grid.size - 1):
+        return GrowthFit(model, float(slope), math.nan, math.nan, float(rss_min), n, at_bound=True)
     threshold = rss_min * (1.0 + float(stats.f.ppf(confidence, 1, n - 3)) / (n - 3))
     ends = [_crossing(profile, grid, rss, threshold, slope, side) for side in (-1, 1)]
     return GrowthFit(model, float(slope), ends[0], ends[1], float(rss_min), n)
 
 
 def _crossing(profile, grid: np.ndarray, rss: np.ndarray, threshold: float, slope: float, side: int) -> float:
-    """Where the profile RSS crosses ``threshold`` beside ``slope`` (side -1: below, +1: above), else the grid end."""
+    """Where the profile RSS crosses ``threshold`` beside ``slope`` (side -1: below, +1: above).
+
+    No crossing inside the grid: the data do not bound that side, 0 below and ``inf`` above.
+    """
     outside = np.nonzero((rss > threshold) & ((grid < slope) if side < 0 else (grid > slope)))[0]
     if outside.size == 0:
-        return float(grid[0] if side < 0 else grid[-1])
+        return 0.0 if side < 0 else math.inf
     edge = int(outside.max() if side < 0 else outside.min())
     inner = math.log(slope)
     try:
