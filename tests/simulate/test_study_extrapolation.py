@@ -105,10 +105,12 @@ def test_negative_control_a_growth_factor_that_depends_on_the_depth_itself_is_pr
     assert result["fit"]["mean_abs_log_error"][0] < 0.3, result["fit"]
 
 
-def test_too_few_fitting_models_are_refused():
-    with pytest.raises(LawError, match="too few to fit"):
+def test_too_few_fitting_models_are_refused_saying_why():
+    """The error names the fitting models, the rows, the regressors and the rank: why the law cannot fit."""
+    with pytest.raises(LawError, match=r"blocks l >= 2: 1 fitting models \(depths 8\) give 2 rows for the 4 "
+                                       r"regressors 1, log l, l/L, log sigma, of rank 2: the law needs more rows"):
         fit_law(_model(8, 0, 0.0).iloc[:3])
-    with pytest.raises(LawError, match="too few to fit"):
+    with pytest.raises(LawError, match=r"give 1 rows for the 2 regressors 1, l/L, of rank 1"):
         fit_growth_law(_growth_model(8, 0, 0.0).iloc[:2])
 
 
