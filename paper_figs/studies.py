@@ -27,7 +27,7 @@ from matplotlib.patches import Patch
 from paper_figs.legends import figure_legend
 from paper_figs.style import METRIC_LABELS, new_figure, place_legend, save_figure
 from simulate.scores.growth_claims import t_interval
-from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results
+from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results, atlas_studies
 from simulate.study.statistics import block_values, var_profiles
 
 __all__ = ["study_depth", "study_pruning", "study_lns_gain", "study_phase", "depth_figure", "pruning_figure",
@@ -85,10 +85,15 @@ def _mean_profile(models, scheme: str, depth: int) -> np.ndarray | None:
     return np.mean([c[max(c)] for c in curves], axis=0) if curves else None  # (L+1,)
 
 
+def _full_length(points: pd.DataFrame, models: list) -> tuple[pd.DataFrame, list]:
+    """The models trained for the study's whole length (a stability study also has shorter ones)."""
+    steps = points["steps"].max()
+    return points[points["steps"] == steps], [m for m in models if m.point.options["steps"] == steps]
+
+
 def depth_figure(results=ATLAS_DIR):
     """P2 Fig. 2 at tiny scale: variance profiles per depth, ||J - I|| and the three scores against depth."""
-    models = atlas_models("depth", results)
-    points = atlas_results("depth", results).points
+    points, models = _full_length(atlas_results("depth", results).points, atlas_models("depth", results))
     depths = sorted(points["depth"].unique())
     fig, axes = new_figure(ncols=3, nrows=2, width=2.9, height=2.4)
     colors = {depth: f"C{i}" for i, depth in enumerate(depths)}
@@ -117,7 +122,7 @@ def depth_figure(results=ATLAS_DIR):
 
 def pruning_figure(results=ATLAS_DIR):
     """P1 Fig. 1 for every depth: the loss change when one block is deleted, against relative depth l/L."""
-    models = atlas_models("depth", results)
+    _, models = _full_length(atlas_results("depth", results).points, atlas_models("depth", results))
     depths = sorted({m.point.setting.depth for m in models})
     fig, axes = new_figure(ncols=2, width=3.4, height=2.6)
     for ax, scheme in zip(axes[0], ("pre", "lns")):
@@ -138,26 +143,69 @@ def pruning_figure(results=ATLAS_DIR):
 
 
 def lns_gain_figure(results=ATLAS_DIR):
-    """LNS minus Pre-LN (loss, deep angular distance, deep pruning drop) against depth, width and steps."""
-    fig, axes = new_figure(ncols=3, nrows=3, width=2.5, height=2.0)
-    for col, name in enumerate(("depth", "width", "steps")):
+    """LNS minus Pre-LN (loss, deep angular distance, deep pruning drop) against depth, width and steps, as far
+    as the results have those studies; a stability study's shorter models beside the full-length ones."""
+    names = [name for name in ("depth", "width", "steps") if name in atlas_studies(results)]
+    fig, axes = new_figure(ncols=len(names), nrows=3, width=2.5, height=2.0)
+    for col, name in enumerate(names):
         levels = atlas_results(name, results).levels
+        lengths = sorted(levels["steps"].unique()) if "steps" in levels and name != "steps" else [None]
         for row, (claim, label, unit) in enumerate(_GAIN):
             ax = axes[row, col]
             ax.set_title(f"{label}, LNS - Pre-LN", fontsize=7)
-            band = levels[levels["claim"] == claim].sort_values(name)
-            _errorbars(ax, band, name, color="C2")
+            for steps, color in zip(lengths[::-1], ("C2", "0.6")):
+                rows = levels[(levels["claim"] == claim) & ((levels["steps"] == steps) if steps else True)]
+                _errorbars(ax, rows.sort_values(name), name, color=color,
+                           label=f"{steps} steps" if len(lengths) > 1 else None)
             ax.axhline(0.0, color="k", lw=0.6)
-            _log_axis(ax, band[name], name)
+            _log_axis(ax, levels[name], name)
             if col == 0:
                 ax.set_ylabel(unit)
+        if len(lengths) > 1:
+            place_legend(axes[0, col])
     return fig
 
 
+def _tuning_phase(results) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The phase diagram's cells from a tuned depth study's tuning models (one per scheme, depth and rate):
+    ``(levels, points, note)`` shaped as an ``lr_depth`` study's."""
+    import dataclasses
+
+    from simulate.scores.growth_claims import growth_summary
+    from simulate.study.analysis import load_models
+    from simulate.study.tuning import tuning_points
+
+    study = atlas_studies(results)["depth"]
+    tuning = dataclasses.replace(study, sweep=dataclasses.replace(study.sweep, points=tuple(tuning_points(study))))
+    models = load_models(tuning, results, statistics=False)
+    claim = {"pre": "p1-lemma-3.2-growth", "lns": "p1-lns-growth"}
+    points, levels = [], []
+    for m in models:
+        cell = {"scheme": m.scheme, "depth": m.point.setting.depth, "lr": m.point.setting.lr}
+        loss = m.table[(m.table["table"] == "scores") & (m.table["name"] == "loss")]["value"] if m.table is not None \
+            else pd.Series(dtype=float)
+        points.append({**cell, "status": m.status, "val_loss": float(loss.iloc[0]) if len(loss) else np.nan})
+        if m.status == "ok":
+            summary = growth_summary(m.last_profile())
+            levels.append({**cell, "claim": claim[m.scheme], "statistic": "var_growth", "growth_class": summary.label,
+                           "mean": summary.rate[0] if summary.label == "exponential" else summary.exponent[0]})
+    note = (f"the tuning models: seed {', '.join(map(str, study.tune_seeds))}, "
+            f"{study.stability[1] if study.stability else ''} steps")
+    return pd.DataFrame(levels, columns=["scheme", "depth", "lr", "claim", "statistic", "growth_class", "mean"]), \
+        pd.DataFrame(points), note
+
+
 def phase_figure(results=ATLAS_DIR):
-    """The learning-rate x depth phase diagram: trained growth class and exponent, and the held-out loss."""
-    results_ = atlas_results("lr_depth", results)
-    levels, points = results_.levels, results_.points
+    """The learning-rate x depth phase diagram: trained growth class and exponent, and the held-out loss.
+
+    From the ``lr_depth`` study where the results have one (the 400-step atlas), else from the
+    tuning models of a tuned depth study (one seed per cell).
+    """
+    if "lr_depth" in atlas_studies(results):
+        results_ = atlas_results("lr_depth", results)
+        levels, points, note = results_.levels, results_.points, "every seed"
+    else:
+        levels, points, note = _tuning_phase(results)
     fig, axes = new_figure(ncols=3, width=3.4, height=2.5)
     for ax, (claim, scheme) in zip(axes[0, :2], (("p1-lemma-3.2-growth", "pre"), ("p1-lns-growth", "lns"))):
         rows = levels[(levels["claim"] == claim) & (levels["statistic"] == "var_growth")]
@@ -191,7 +239,7 @@ def phase_figure(results=ATLAS_DIR):
             _errorbars(ax, band, "lr", color=_COLOR[scheme], linestyle=style, label=f"{_LABEL[scheme]}, L={depth}")
     _log_axis(ax, points["lr"], "lr")
     ax.set_ylabel("held-out loss (nats/byte)")
-    ax.set_title("held-out loss against learning rate", fontsize=8)
+    ax.set_title(f"held-out loss against learning rate\n({note})", fontsize=8)
     place_legend(ax)
     figure_legend(fig, [(Patch(facecolor="0.85", edgecolor="0.5", linewidth=0.5), _PHASE_KEY)])
     return fig

@@ -33,7 +33,7 @@ from theory.setting import Setting
 
 __all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "summarize", "to_markdown", "main",
            "init_growth_rows", "trained_section", "check_trained_runs", "add_trained_rows", "INIT_TITLE",
-           "TRAINED_TITLE", "trained_markdown_report", "check_overwrite"]
+           "TRAINED_TITLE", "trained_markdown_report", "check_overwrite", "trained_runs", "convergence_table"]
 
 # Statements that speak about trained weights; what the workbench checks instead.
 NOT_AT_INIT = {
@@ -295,18 +295,23 @@ def check_trained_runs(prog: str, runs) -> None:
             fail(prog, str(error))
 
 
-def add_trained_rows(prog: str, table: pd.DataFrame, runs: list[str], quick: bool, progress: bool) -> pd.DataFrame:
-    """``verify --trained [RUN ...]``: the trained claims' rows (:mod:`simulate.scores.trained_claims`) appended.
-
-    No RUN: the tiny cached claim trainings (:func:`simulate.scores.training_cache.claim_runs`,
-    ``TINY`` with ``--quick``, else ``FULL``), trained on first use. Bad runs: exit 2.
-    """
-    from simulate.scores.runs import RunError
-    from simulate.scores.trained_claims import trained_rows
+def trained_runs(runs: list[str], quick: bool, progress: bool) -> list:
+    """The runs ``verify --trained`` judges: those given, or with none the tiny cached claim trainings
+    (:func:`simulate.scores.training_cache.claim_runs`, ``TINY`` with ``--quick``, else ``FULL``), trained on
+    first use."""
     from simulate.scores.training_cache import FULL, TINY, claim_runs
 
-    if not runs:
-        runs = [path for paths in claim_runs(TINY if quick else FULL, progress=progress).values() for path in paths]
+    if runs:
+        return list(runs)
+    return [path for paths in claim_runs(TINY if quick else FULL, progress=progress).values() for path in paths]
+
+
+def add_trained_rows(prog: str, table: pd.DataFrame, runs: list, progress: bool) -> pd.DataFrame:
+    """``verify --trained RUN ...``: the trained claims' rows (:mod:`simulate.scores.trained_claims`) appended.
+    Bad runs: exit 2."""
+    from simulate.scores.runs import RunError
+    from simulate.scores.trained_claims import trained_rows
+
     try:
         rows = trained_rows(runs, progress=progress)
     except RunError as error:
@@ -332,9 +337,25 @@ TRAINED_TITLE = "Trained claims against training runs"
 _DEFAULT_OUT = {INIT_TITLE: "out/verify", TRAINED_TITLE: "out/verify-trained"}
 
 
-def trained_markdown_report(table: pd.DataFrame) -> str:
-    """verify.md of ``verify --trained``: the trained claims (step 0 beside the end of training), then every row."""
-    return f"# {TRAINED_TITLE}\n{trained_section(table)}\n## Every row\n\n{markdown_table(table)}\n"
+def trained_markdown_report(table: pd.DataFrame, convergence: pd.DataFrame) -> str:
+    """verify.md of ``verify --trained``: the trained claims (step 0 beside the end of training), how far each
+    run is from converged, then every row."""
+    return (f"# {TRAINED_TITLE}\n{trained_section(table)}\n## Convergence\n\nTraining-loss slope over the last "
+            "quarter of each run's steps, nats/byte per 1000 steps (0: converged; docs/studies.md#statistics-of-one-"
+            f"model)\n\n{markdown_table(convergence)}\n\n## Every row\n\n{markdown_table(table)}\n")
+
+
+def convergence_table(runs) -> pd.DataFrame:
+    """One row per run: its steps and :func:`simulate.training.report.loss_slope` of its training loss."""
+    from simulate.training.report import loss_slope
+
+    rows = []
+    for run in runs:
+        loss = pd.read_csv(Path(run) / "loss.csv")
+        train = loss[loss["split"] == "train"]
+        rows.append({"run": str(run), "steps": int(train["step"].max()),
+                     "loss_slope_per_1000_steps": loss_slope(train["step"].to_numpy(), train["loss"].to_numpy())})
+    return pd.DataFrame(rows, columns=["run", "steps", "loss_slope_per_1000_steps"])
 
 
 def check_overwrite(prog: str, out: Path, title: str, force: bool) -> None:
@@ -393,17 +414,21 @@ def main(argv=None) -> int:
     with handle_signals():
         try:
             if trained:
-                table = add_trained_rows(prog, pd.DataFrame(columns=COLUMNS), args.trained, args.quick, progress)
+                runs = trained_runs(args.trained, args.quick, progress)
+                table = add_trained_rows(prog, pd.DataFrame(columns=COLUMNS), runs, progress)
+                convergence = convergence_table(runs)
             else:
                 table = verify(quick=args.quick, progress=progress, only=only)
         except KeyboardInterrupt as stop:  # nothing is written before the end: nothing half-written
             return _interrupted(prog, stop, out)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
         print((trained_summary(table) if trained else summarize(table)).to_string(index=False))
+        if trained:
+            print(convergence.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     with deferred_signals() as pending:  # the two reports are written whole, together
         out.mkdir(parents=True, exist_ok=True)
         write_atomic(out / "verify.csv", table.to_csv(index=False))
-        write_atomic(out / "verify.md", trained_markdown_report(table) if trained else to_markdown(table))
+        write_atomic(out / "verify.md", trained_markdown_report(table, convergence) if trained else to_markdown(table))
     print(f"{len(table)} rows in {time.perf_counter() - started:.1f} s -> {out / 'verify.csv'}, {out / 'verify.md'}")
     if pending:
         print(interrupted_line(prog, pending[0], "while the reports were written", f"both are complete in {out}",

@@ -1,4 +1,5 @@
-"""``python -m simulate bench [--quick] [--device] [--out DIR] [--no-ablate] [--repeat N] [--scaling] [--train]``.
+"""``python -m simulate bench [--quick] [--device] [--out DIR] [--no-ablate] [--repeat N] [--scaling] [--train]
+[--batches B,B,... [--layouts 1x2,2x1]]``.
 
 Writes ``DIR/bench.csv`` and ``DIR/bench_checks.csv`` (:mod:`simulate.bench`); exit 1 when the
 statistics of ours and the reference disagree by more than :data:`Z_FAIL` standard errors.
@@ -40,8 +41,41 @@ def build_parser() -> CliParser:
                         help="torch CPU threads (default: as set; on a busy machine 1 avoids oversubscription)")
     parser.add_argument("--train", action="store_true",
                         help="only the trainer with statistics against a plain training loop -> DIR/bench_train.csv")
+    parser.add_argument("--batches", type=_batch_sizes, default=None, metavar="B,B,...",
+                        help="with --train: instead, the atlas's model at each batch size (e.g. 16,32,64,128) for one "
+                             "budget of tokens, per thread layout -> DIR/bench_batches.csv (CPU)")
+    parser.add_argument("--layouts", type=_layouts, default=None, metavar="L,L",
+                        help="with --batches: thread layouts, 1x2 (one worker of two threads) and/or 2x1 (two "
+                             "workers of one thread); default both")
     add_progress_argument(parser)
     return parser
+
+
+def _batch_sizes(text: str) -> tuple[int, ...]:
+    """``--batches``: a comma list of integers >= 1 (argparse type)."""
+    return tuple(int_at_least(1)(word) for word in text.split(","))
+
+
+def _layouts(text: str) -> tuple[str, ...]:
+    """``--layouts``: a comma list of :data:`simulate.training.batch_bench.LAYOUTS` (argparse type)."""
+    from simulate.training.batch_bench import LAYOUTS
+
+    words = tuple(word.strip() for word in text.split(","))
+    if unknown := [word for word in words if word not in LAYOUTS]:
+        raise argparse.ArgumentTypeError(f"{unknown[0]!r} is not allowed: one of {', '.join(LAYOUTS)}")
+    return words
+
+
+def _run_batch_bench(out, args) -> int:
+    """``bench --train --batches``: the rows of :func:`simulate.training.batch_bench.bench_batches`, written and printed."""
+    from simulate.training.batch_bench import LAYOUTS, bench_batches
+
+    table = bench_batches(args.batches, args.layouts or tuple(LAYOUTS), quick=args.quick)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "bench_batches.csv", table.to_csv(index=False))
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"wrote {out / 'bench_batches.csv'}")
+    return 0
 
 
 def _check_memory(rows: list[Case], device: torch.device, quick: bool) -> None:
@@ -69,6 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     out = output_path(PROG, args.out, directory=True)
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           ("cpu" if args.device == "auto" else args.device))
+    if (args.batches or args.layouts) and not args.train:
+        fail(PROG, "--batches and --layouts are allowed only with --train (they time the trainer)")
+    if args.layouts and not args.batches:
+        fail(PROG, "--layouts is allowed only with --batches (the layouts of the batch-size rows)")
+    if args.batches:
+        if device.type != "cpu":
+            fail(PROG, f"--batches is allowed only on the CPU (thread layouts); --device {args.device} gave {device.type}")
+        return _run_batch_bench(out, args)
     if args.train:  # the trainer's row (simulate.training.speed) instead of the simulator's
         from simulate.training.speed import run_train_bench
 

@@ -32,6 +32,7 @@ import pandas as pd
 from simulate.scores.growth_claims import growth_rows, growth_summary, t_interval
 from simulate.scores.trained_claims import signed_verdict
 from simulate.study.claims import CLAIMS, Claim
+from simulate.study.stability import stability_column
 from simulate.study.statistics import STATISTICS, model_statistics, var_profiles
 from simulate.study.trends import describe_crossing, direction_verdict, fit_trend, zero_crossing
 from simulate.sweep.store import finished_records, read_point
@@ -114,6 +115,9 @@ def distinct_models(studies, out, statistics: bool = False) -> dict[str, Model]:
 
 def points_table(study, models: list[Model]) -> pd.DataFrame:
     """One row per model (module docstring)."""
+    columns = ["point", "status", "error", "seed", "scheme",
+               *dict.fromkeys((*study.cell_fields(), *_POINT_FIELDS, *_OPTION_FIELDS)), "epochs", "code", "train_s",
+               "score_s", "finished_at", *STATISTICS]  # also for a study with no model yet (a tuned one, early)
     rows = []
     for model in models:
         record = model.record or {}
@@ -126,7 +130,7 @@ def points_table(study, models: list[Model]) -> pd.DataFrame:
                    finished_at=record.get("finished_at", ""))
         row.update(model.stats)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def claim_samples(claim: Claim, models: list[Model], fields) -> list[tuple[tuple, float]]:
@@ -205,7 +209,13 @@ def levels_table(study, models: list[Model]) -> pd.DataFrame:
                 verdict = signed_verdict(estimate, claim.sign) if claim.sign is not None else ""
                 rows.append(_level_row(claim, fields, cell, claim.statistic, estimate,
                                        int(np.isfinite(values).sum()), verdict))
-    return pd.DataFrame(rows)
+    levels = pd.DataFrame(rows, columns=None if rows else ["claim", "source", "statistic", "scheme", *fields, "n",
+                                                           "mean", "low", "high", "verdict", "growth_class", "detail"])
+    levels["stability"] = ""
+    if len(levels):
+        pairing = ["claim", "statistic", "scheme", *(f for f in fields if f != "steps")]
+        levels["stability"] = stability_column(levels, pairing, study.stability)
+    return levels
 
 
 def _trend_row(claim: Claim, axis: str, group: dict, members: list[Model]) -> dict:
@@ -217,7 +227,7 @@ def _trend_row(claim: Claim, axis: str, group: dict, members: list[Model]) -> di
     failed = sum(m.status == "failed" for m in members if m.scheme in claim.schemes)
     pending = sum(m.status == "pending" for m in members if m.scheme in claim.schemes)
     row = {"claim": claim.name, "source": claim.source, "statistic": claim.statistic,
-           "scheme": "-".join(claim.schemes), "axis": axis,
+           "scheme": "-".join(claim.schemes), "axis": axis, **group,
            "group": ", ".join(f"{k}={v}" for k, v in group.items()) or "all", "n": trend.n, "failed": failed,
            "pending": pending, "slope": trend.slope, "low": trend.low, "high": trend.high,
            "direction": {1: "rises", -1: "falls", None: ""}[direction],
@@ -240,4 +250,12 @@ def trends_table(study, models: list[Model]) -> pd.DataFrame:
             for group in sorted({m.cell(fields) for m in models}):
                 members = [m for m in models if m.cell(fields) == group]
                 rows.append(_trend_row(claim, axis, dict(zip(fields, group)), members))
-    return pd.DataFrame(rows)
+    trends = pd.DataFrame(rows, columns=None if rows else [
+        "claim", "source", "statistic", "scheme", "axis", "group", "n", "failed", "pending", "slope", "low", "high",
+        "direction", "verdict", "crossing", "crossing_low", "crossing_high", "crossing_note"])
+    trends["stability"] = ""
+    if len(trends):
+        pairing = ["claim", "statistic", "scheme", "axis",
+                   *(f for axis in study.axes for f in study.group_fields(axis) if f != "steps")]
+        trends["stability"] = stability_column(trends, list(dict.fromkeys(pairing)), study.stability)
+    return trends

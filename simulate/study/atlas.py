@@ -1,13 +1,19 @@
-"""The atlas: the four studies of ``examples/studies/`` and their results shipped in ``results/atlas/``.
+"""The atlas: the studies whose results ship with the workbench, and where they are.
 
-``python -m simulate study examples/studies/*.toml --out results/atlas`` regenerates them
-(hours on a CPU, resumable; docs/studies.md gives the measured time). The figures
+Two atlases ship. ``results/atlas/`` is the depth study of ``examples/studies/atlas/`` trained
+long enough that its verdicts hold still: ten times the tokens of the first atlas, the
+learning rate tuned per scheme and depth, every model also trained for half the steps
+(docs/studies.md#the-atlas). ``results/atlas-400-steps/`` is the first atlas, the four
+studies of ``examples/studies/*.toml`` (depth and learning rate at 400 steps, width at 1600,
+steps up to 6400): a valid record of early training, whose depth verdicts flip with the
+training length. ``python -m simulate study SPEC... --out DIR --export RESULTS`` regenerates
+either (hours on a CPU, resumable; the results' README gives the measured time). The figures
 (``paper_figs.studies``) and notebook ``08_studies`` read only what is shipped: each study's
 spec as it ran (``NAME/spec.toml``), its report tables and the points' long tables, never a
 run directory.
 
->>> sorted(atlas_studies(ATLAS_SPECS_DIR))
-['depth', 'lr_depth', 'steps', 'width']
+>>> sorted(atlas_studies(EARLY_ATLAS_SPECS_DIR)), sorted(atlas_studies(ATLAS_SPECS_DIR))
+(['depth', 'lr_depth', 'steps', 'width'], ['depth'])
 """
 
 from __future__ import annotations
@@ -17,19 +23,21 @@ from pathlib import Path
 from simulate.study.spec import Study, load_study
 from simulate.runtime.versions import ROOT
 
-__all__ = ["ATLAS_DIR", "ATLAS_SPECS_DIR", "ATLAS_NAMES", "atlas_studies", "atlas_results", "atlas_models"]
+__all__ = ["ATLAS_DIR", "ATLAS_SPECS_DIR", "EARLY_ATLAS_DIR", "EARLY_ATLAS_SPECS_DIR", "atlas_studies",
+           "atlas_results", "atlas_models"]
 
 ATLAS_DIR = ROOT / "results" / "atlas"
-ATLAS_SPECS_DIR = ROOT / "examples" / "studies"
-ATLAS_NAMES = ("depth", "width", "steps", "lr_depth")
+ATLAS_SPECS_DIR = ROOT / "examples" / "studies" / "atlas"
+EARLY_ATLAS_DIR = ROOT / "results" / "atlas-400-steps"
+EARLY_ATLAS_SPECS_DIR = ROOT / "examples" / "studies"
 
 
 def atlas_studies(out: Path = ATLAS_DIR) -> dict[str, Study]:
-    """The atlas studies by name: ``out/NAME/spec.toml`` (a results folder), or ``out/NAME.toml`` (the specs)."""
+    """The studies by name: ``out/NAME/spec.toml`` (a results folder), else ``out/NAME.toml`` (a folder of specs)."""
     out = Path(out)
-    shipped = {name: out / name / "spec.toml" for name in ATLAS_NAMES}
-    return {name: load_study(path if path.is_file() else out / f"{name}.toml", default_name=name)
-            for name, path in shipped.items()}
+    shipped = sorted(out.glob("*/spec.toml"))
+    paths = {path.parent.name: path for path in shipped} or {path.stem: path for path in sorted(out.glob("*.toml"))}
+    return {name: load_study(path, default_name=name) for name, path in paths.items()}
 
 
 def atlas_results(name: str, out: Path = ATLAS_DIR):
@@ -41,7 +49,8 @@ def atlas_results(name: str, out: Path = ATLAS_DIR):
 
 def atlas_models(name: str, out: Path = ATLAS_DIR):
     """The models of one atlas study with their long tables (:func:`simulate.study.analysis.load_models`,
-    without recomputing the statistics, which ``points.parquet`` holds)."""
+    without recomputing the statistics, which ``points.parquet`` holds); a tuned study's at its chosen rates."""
     from simulate.study.analysis import load_models
+    from simulate.study.tuning import resolve_tuning
 
-    return load_models(atlas_studies(out)[name], out, statistics=False)
+    return load_models(resolve_tuning(atlas_studies(out)[name], out), out, statistics=False)

@@ -59,6 +59,7 @@ def _load(paths) -> list:
 def main(argv: list[str] | None = None) -> int:
     """The ``study`` command; returns the exit code."""
     from simulate.study.runner import run_studies, union_sweep
+    from simulate.study.tuning import resolve_studies
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         if lost_points(PROG, report):
             return 1
     command = " ".join([PROG, *argv])
+    studies = resolve_studies(studies, out)  # a tuned study's models: those at its cells' chosen rates
     _write_reports(studies, out, command)
     if args.export is not None:
         from simulate.study.export import export_study_points

@@ -23,7 +23,7 @@ __all__ = ["export_study_points"]
 def export_study_points(studies, out, dest) -> int:
     """Copy the finished points of ``studies`` in ``out`` compactly to ``dest`` (module docstring); how many."""
     out, dest = Path(out), Path(dest)
-    keys = sorted({p.key for study in studies for p in study.sweep.points})
+    keys = sorted({p.key for study in studies for p in (study.candidates or study.sweep).points})  # tuning too
     records = finished_records(out, keys)
     for key in records:
         record, table = read_point(out, key)

@@ -115,9 +115,10 @@ def _law_section(samples, held_out: int, law_name: str, fit) -> tuple[list[str],
 
 
 def write_extrapolation(studies, out) -> Path | None:
-    """Fit, test and extrapolate the variance laws (module docstring); the Markdown's path (None: no depth study)."""
+    """Fit, test and extrapolate the variance laws (module docstring); the Markdown's path (None: no depth study,
+    or a tuned one none of whose cells has chosen its rate yet)."""
     depth_study, models = recipe_models(studies, out)
-    if depth_study is None:
+    if depth_study is None or not depth_study.sweep.points:
         return None
     depth_keys = {p.key for p in depth_study.sweep.points}
     held_out, planned = _held_out_depth(depth_study, models, depth_keys)

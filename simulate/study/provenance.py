@@ -13,10 +13,12 @@ goes on from it. ``results/atlas/README.md`` is such a file.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 from pathlib import Path
 
 from simulate.study.analysis import distinct_models
+from simulate.study.tuning import planned_points
 from theory.cli import atomic_write
 
 __all__ = ["README", "results_readme", "write_results_readme"]
@@ -35,14 +37,22 @@ def _cell_line(name: str, cells: dict[tuple, tuple[int, int]]) -> str:
     return f"- `{name}`: {', '.join(parts)}"
 
 
-def _study_cells(study, models) -> dict[tuple, tuple[int, int]]:
-    """(axis values..., scheme) -> (finished models, planned models) of one study."""
+def _study_cells(study, models, unknown: int) -> dict[tuple, tuple[int, int]]:
+    """(axis values..., scheme) -> (finished models, planned models) of one study; a tuned study's cells that
+    have not chosen their rate yet plan ``unknown`` more models between them (simulate.study.tuning)."""
     fields = [f for f in study.axes if f != "scheme"]  # the coupled fields (heads of a width) follow them
     cells: dict[tuple, tuple[int, int]] = {}
     for model in models:
         key = (*model.cell(fields), model.scheme)
         done, planned = cells.get(key, (0, 0))
         cells[key] = (done + (model.status != "pending"), planned + 1)
+    if unknown:
+        resolved = {p.key for p in study.sweep.points}
+        chosen = {(*m.cell(fields), m.scheme) for m in models if m.point.key in resolved}
+        waiting = [key for key in cells if key not in chosen]
+        for key in waiting:
+            done, planned = cells[key]
+            cells[key] = (done, planned + unknown // len(waiting))
     return cells
 
 
@@ -52,8 +62,11 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
     ``specs`` are the studies' spec files and ``out`` the study directory, as the user gave
     them; ``command`` the command that exported the folder.
     """
-    distinct = distinct_models(studies, Path(folder))  # a model shared by two studies is one
-    per_study = {study.name: [distinct[p.key] for p in study.sweep.points] for study in studies}
+    planned = {study.name: planned_points(study) for study in studies}  # a tuned study: its grid too
+    distinct = distinct_models([dataclasses.replace(study, sweep=dataclasses.replace(
+        study.sweep, points=tuple(planned[study.name][0]))) for study in studies], Path(folder))
+    per_study = {study.name: [distinct[p.key] for p in planned[study.name][0]] for study in studies}
+    unknown = sum(count for _, count in planned.values())
     records = [m.record for m in distinct.values() if m.status != "pending"]
     ok = sum(r["status"] == "ok" for r in records)
     headlines = [r.get("headline") or {} for r in records]
@@ -67,10 +80,12 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
                 else "- no model has finished yet;")
     lines = [
         "# Study results, shipped", "",
-        f"**{len(records)} of the {len(distinct)} models** of the studies "
+        f"**{len(records)} of the {len(distinct) + unknown} models** of the studies "
         f"{', '.join(f'`{s.name}`' for s in studies)} are here ({ok} ok, {len(records) - ok} failed); the other "
-        f"{len(distinct) - len(records)} are pending, and every report, trend and figure says so. A model shared by "
-        "two studies is counted once.", "",
+        f"{len(distinct) + unknown - len(records)} are pending, and every report, trend and figure says so. A model "
+        "shared by two studies is counted once"
+        + (f"; {unknown} of the pending models train at a learning rate still being tuned" if unknown else "")
+        + ".", "",
         "What is here: each study's spec as it ran (`NAME/spec.toml`), its reports (`study.md`, `levels.csv`, "
         "`trends.csv`, `points.parquet`), the variance laws (`extrapolation.md`, `.csv`) when a study runs along "
         "depth, `summary.csv` when the last run reached its end, and one long table per model "
@@ -87,7 +102,8 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         f"(training {train_h:.2f} h, scores {score_h:.2f} h);",
         f"- exported with Python {platform.python_version()} on {platform.machine()}.", "",
         "## Models per cell (finished / planned)", "",
-        *(_cell_line(study.name, _study_cells(study, per_study[study.name])) for study in studies), "",
+        *(_cell_line(study.name, _study_cells(study, per_study[study.name], planned[study.name][1]))
+          for study in studies), "",
         "## To go on", "",
         "The points here are finished models: copy them into a study directory and run the same command; only "
         "the pending models train, then export again:", "",

@@ -84,6 +84,19 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
              f"- Training and scoring time of the models: {seconds / 3600:.2f} h of one thread",
              "- Intervals: 95 % t intervals over seeds (a difference of two schemes paired by seed); trends: "
              "least-squares slope against log(axis) per e-fold with its t interval; docs/studies.md"]
+    if study.tuned:
+        lines.append(f"- Learning rate: tuned per scheme and cell over {', '.join(f'{v:g}' for v in study.tune_lr)} "
+                     f"on seed{'s' * (len(study.tune_seeds) > 1)} {', '.join(map(str, study.tune_seeds))} (lowest mean "
+                     "held-out loss), then trained on every seed; the claims are judged at the chosen rates "
+                     "(section \"Tuned learning rates\", tuning.csv)")
+    if study.stability:
+        lines.append(f"- Stability: every model is also trained for {study.stability[0]} of the {study.stability[1]} "
+                     "steps (a whole schedule of its own); each verdict at the full length says whether the shorter "
+                     "models give the same (column stability)")
+    slopes = points.loc[points["status"] == "ok", "loss_slope"].dropna() if "loss_slope" in points else []
+    if len(slopes):
+        lines.append(f"- Convergence: training-loss slope over the last quarter of the steps, per 1000 steps: median "
+                     f"{slopes.median():.3g}, from {slopes.min():.3g} to {slopes.max():.3g} over {len(slopes)} models")
     warnings = _warnings(points)
     if warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in warnings]
@@ -101,6 +114,8 @@ def _trend_section(trends: pd.DataFrame) -> list[str]:
         "models": [f"{r.n}" + (f" ({r.failed} failed)" if r.failed else "") + (f" ({r.pending} pending)"
                    if r.pending else "") for r in trends.itertuples()],
         "crossing": trends["crossing_note"]})
+    if "stability" in trends and trends["stability"].astype(bool).any():
+        table["stability"] = trends["stability"].to_numpy()
     return ["", "## Trends", "", markdown_table(table)]
 
 
@@ -117,10 +132,12 @@ def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[st
             table = rows[fields + ["statistic", "n"]].copy()
             table["mean [95% CI]"] = [_interval(r.mean, r.low, r.high) for r in rows.itertuples()]
             table["verdict"] = rows["verdict"].to_numpy()
+            if "stability" in rows and rows["stability"].astype(bool).any():
+                table["stability"] = rows["stability"].to_numpy()
             if rows["detail"].astype(bool).any():
                 table["detail"] = rows["detail"].to_numpy()
             lines += ["", markdown_table(table)]
-        for row in trends[trends["claim"] == name].itertuples():
+        for row in (trends[trends["claim"] == name] if len(trends) else trends).itertuples():
             lines.append(f"\nTrend along {row.axis} ({row.group}): slope {_interval(row.slope, row.low, row.high)} "
                          f"per e-fold over {row.n} models" + (f", claimed: {row.direction}" if row.direction else "")
                          + f" -> **{row.verdict}**" + (f"; {row.crossing_note}" if row.crossing_note else "") + ".")
@@ -147,18 +164,46 @@ def _phase_section(study, levels: pd.DataFrame) -> list[str]:
     return lines
 
 
-def study_markdown(study, points, levels, trends, command: str) -> str:
+def _tuning_section(study, tuning: pd.DataFrame | None) -> list[str]:
+    """Each tuning cell: the held-out loss of every rate, the chosen one (bold), edge and failure flags."""
+    if tuning is None or tuning.empty:
+        return []
+    fields = [c for c in tuning.columns if c not in ("lr", "n", "val_loss", "status", "chosen", "edge", "cell_status")]
+    rows = []
+    for cell, group in tuning.groupby(fields, sort=True):
+        row = dict(zip(fields, cell if isinstance(cell, tuple) else (cell,)))
+        for r in group.itertuples():
+            text = {"pending": "pending", "diverged": "diverged"}.get(r.status, f"{r.val_loss:.4g}")
+            row[f"lr={r.lr:g}"] = f"**{text}**" if r.chosen else text
+        chosen = group[group["chosen"]]
+        status = group["cell_status"].iloc[0]
+        row["chosen"] = (f"{chosen['lr'].iloc[0]:g}" + (" (at the grid's edge)" if chosen["edge"].iloc[0] else "")
+                         if len(chosen) else status)
+        rows.append(row)
+    return ["", "## Tuned learning rates", "", "Held-out loss (nats/byte, mean over the tuning seeds) per rate; the "
+            "chosen rate in bold. A rate chosen at the grid's edge may not be the best one.", "",
+            markdown_table(pd.DataFrame(rows))]
+
+
+def study_markdown(study, points, levels, trends, command: str, tuning: pd.DataFrame | None = None) -> str:
     """The text of ``study.md`` (module docstring)."""
-    lines = (_header(study, points, command) + _trend_section(trends) + _phase_section(study, levels)
-             + _level_section(study, levels, trends))
+    lines = (_header(study, points, command) + _trend_section(trends) + _tuning_section(study, tuning)
+             + _phase_section(study, levels) + _level_section(study, levels, trends))
     return "\n".join(lines) + "\n"
 
 
 def write_reports(study, out, command: str | None = None) -> Written:
-    """Read ``study``'s models from ``out`` and write its four report files into ``out/NAME``."""
+    """Read ``study``'s models from ``out`` and write its report files into ``out/NAME`` (``tuning.csv`` too
+    for a tuned study)."""
+    from simulate.study.tuning import resolve_tuning, tuning_table
+
     out = Path(out)
     folder = out / study.name
     folder.mkdir(parents=True, exist_ok=True)
+    study = resolve_tuning(study, out)
+    tuning = tuning_table(study, out) if study.tuned else None
+    if tuning is not None:
+        atomic_write(folder / "tuning.csv", lambda temp: tuning.to_csv(temp, index=False))
     models = load_models(study, out)
     points, levels, trends = points_table(study, models), levels_table(study, models), trends_table(study, models)
     command = command or f"python -m simulate study SPEC --out {out}"
@@ -166,7 +211,7 @@ def write_reports(study, out, command: str | None = None) -> Written:
     atomic_write(folder / "levels.csv", lambda temp: levels.to_csv(temp, index=False))
     atomic_write(folder / "trends.csv", lambda temp: trends.to_csv(temp, index=False))
     atomic_write(folder / "study.md", lambda temp: Path(temp).write_text(
-        study_markdown(study, points, levels, trends, command)))
+        study_markdown(study, points, levels, trends, command, tuning)))
     return Written(folder, int((points["status"] == "ok").sum()), len(trends), len(_warnings(points)))
 
 

@@ -24,6 +24,7 @@ import dataclasses
 from pathlib import Path
 
 from simulate.study.spec import Study, check_names
+from simulate.study.tuning import resolve_studies, tuning_points
 from simulate.sweep import SweepReport, run_sweep
 from simulate.sweep.spec import Sweep
 from theory.cli import atomic_write
@@ -91,9 +92,25 @@ def write_specs(studies: list[Study], out: Path) -> None:
 def run_studies(studies: list[Study], out: str | Path, *, engine: str = "local", workers: int | None = None,
                 address: str | None = None, progress: bool = False, retry_failed: bool = False,
                 order: str = "longest") -> SweepReport:
-    """Run every point of ``studies`` that has no file in ``out`` yet (module docstring); the sweep's report."""
+    """Run every point of ``studies`` that has no file in ``out`` yet (module docstring); the sweep's report.
+
+    A tuned study (:mod:`simulate.study.tuning`) runs in two sweeps: first the models that tune
+    its rate, then every seed at each cell's chosen rate (the tuning models shared); the report
+    adds both up.
+    """
     out = Path(out)
     check_names(studies)
     write_specs(studies, out)
-    return run_sweep(union_sweep(studies, out, order), out, engine=engine, workers=workers, address=address,
-                     progress=progress, retry_failed=retry_failed)
+    engine_options = dict(engine=engine, workers=workers, address=address, progress=progress,
+                          retry_failed=retry_failed)
+    tuned = [dataclasses.replace(study, sweep=dataclasses.replace(study.sweep, points=tuple(tuning_points(study))))
+             for study in studies if study.tuned]
+    if not tuned:
+        return run_sweep(union_sweep(studies, out, order), out, **engine_options)
+    first = run_sweep(union_sweep(tuned, out, order), out, **engine_options)
+    resolved = resolve_studies(studies, out)
+    second = run_sweep(union_sweep(resolved, out, order), out, **engine_options)
+    shared = len({p.key for s in tuned for p in s.sweep.points} & {p.key for s in resolved for p in s.sweep.points})
+    return dataclasses.replace(second, total=first.total + second.total - shared, ran=first.ran + second.ran,
+                               skipped=first.skipped + second.skipped - shared, failed=first.failed + second.failed,
+                               lost=[*first.lost, *second.lost], seconds=first.seconds + second.seconds)

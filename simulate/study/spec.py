@@ -21,10 +21,21 @@ option (``steps``) as well as a Setting field::
     [study]
     axes = ["depth"]                # trends along these (numbers > 0, at least two values each)
     claims = ["p2-depth-usefulness"]  # default: every claim the points can test
+    stability = 0.5                 # also train every model for half the steps: is each verdict stable?
+    tune_lr = [1e-3, 3e-3, 1e-2]    # the peak learning rate tuned per scheme and cell over this grid ...
+    tune_seeds = [0]                # ... on these seeds (default: the first), then trained on every seed
+
+``stability = f`` adds the swept option ``steps = [round(f N), N]``: every model is also
+trained, with a whole schedule of its own, for ``round(f N)`` steps, and each verdict at ``N``
+is compared with the same verdict at ``round(f N)`` (:mod:`simulate.study.stability`).
+``tune_lr`` adds the swept field ``lr`` over the grid; a study with it is *tuned*: its models
+are those at each cell's chosen rate (:mod:`simulate.study.tuning`), and ``lr`` is no cell of
+its own (LNS and Pre-LN are compared each at its own rate).
 
 Bad input raises :class:`StudyError` (one line naming the key): an unknown key, axis or
 claim, an axis of one value, fewer than two seeds, a claim whose schemes the study does
-not train.
+not train, a stability fraction outside (0, 1), a tuning grid of one value, a tuning seed
+the study does not train.
 
 >>> study = parse_study({"setting": {"preset": "llama", "width": 16, "heads": 2, "tokens": 16},
 ...                      "axes": {"scheme": ["pre", "lns"], "depth": [2, 4]}, "seeds": 2,
@@ -49,7 +60,7 @@ from theory.constraints import Integer, Real
 __all__ = ["STUDY_KEYS", "StudyError", "Study", "parse_study", "check_names", "load_study"]
 
 STUDY_KEYS = tuple(k for k in SPEC_KEYS if k != "task") + ("study",)
-_STUDY_TABLE = ("axes", "claims")
+_STUDY_TABLE = ("axes", "claims", "stability", "tune_lr", "tune_seeds")
 
 
 class StudyError(ValueError):
@@ -70,15 +81,23 @@ class Study:
     claims: tuple[str, ...]
     text: str = ""
     linked: dict = field(default_factory=dict)
+    stability: tuple[int, int] | None = None  # (steps of the shorter models, steps N)
+    tune_lr: tuple[float, ...] = ()  # the grid of a tuned study
+    tune_seeds: tuple[int, ...] = ()
+    candidates: Sweep | None = None  # a tuned study resolved: every model of its grid (simulate.study.tuning)
+
+    @property
+    def tuned(self) -> bool:
+        return bool(self.tune_lr)
 
     def group_fields(self, axis: str) -> tuple[str, ...]:
         """The swept fields that stay fixed along ``axis``: one trend per combination of their values."""
         moving = {axis, "scheme", *self.linked.get(axis, ())}
-        return tuple(f for f in self.sweep.axis_fields if f not in moving)
+        return tuple(f for f in self.cell_fields() if f not in moving)
 
     def cell_fields(self) -> tuple[str, ...]:
-        """The swept fields but ``scheme``: a cell of the study is one value of each."""
-        return tuple(f for f in self.sweep.axis_fields if f != "scheme")
+        """The swept fields but ``scheme`` and a tuned ``lr``: a cell of the study is one value of each."""
+        return tuple(f for f in self.sweep.axis_fields if f != "scheme" and not (self.tuned and f == "lr"))
 
     def schemes(self) -> tuple[str, ...]:
         """The norm schemes the study trains, in first-seen order."""
@@ -134,6 +153,53 @@ def _claims(table: dict, schemes: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(claims)
 
 
+def _add_axis(data: dict, key: str, name: str, values: list) -> dict:
+    """``data`` with ``name`` swept over ``values``; StudyError when the spec sweeps it already."""
+    axes = data.get("axes", {})
+    if name in axes:
+        raise StudyError(f"study.{key} is not allowed with {name} among the axes: {key} sweeps {name} itself")
+    return {**data, "axes": {**axes, name: values}}
+
+
+def _stability(table: dict, data: dict) -> tuple[dict, tuple[int, int] | None]:
+    """The spec with ``steps = [round(f N), N]`` swept for ``stability = f`` (module docstring)."""
+    from simulate.study.point import STUDY_DEFAULTS
+
+    if "stability" not in table:
+        return data, None
+    fraction = table["stability"]
+    if not Real(0.0, 1.0, low_open=True, high_open=True).accepts(fraction):
+        raise StudyError(f"study.stability={fraction!r} is not allowed: a fraction of the steps in (0, 1), e.g. 0.5")
+    steps = data.get("options", {}).get("steps", STUDY_DEFAULTS["steps"])
+    shorter = round(fraction * steps) if Integer(2).accepts(steps) else 0
+    if not 1 <= shorter < steps:
+        raise StudyError(f"study.stability={fraction!r} is not allowed with steps={steps!r}: round(fraction x steps) "
+                         "must be a whole number of steps in 1..steps-1")
+    return _add_axis(data, "stability", "steps", [shorter, steps]), (shorter, steps)
+
+
+def _tuning(table: dict, data: dict) -> tuple[dict, tuple[float, ...], tuple[int, ...]]:
+    """The spec with ``lr`` swept over ``tune_lr``, the grid and the tuning seeds (module docstring)."""
+    if "tune_lr" not in table:
+        if "tune_seeds" in table:
+            raise StudyError("study.tune_seeds is allowed only with study.tune_lr (the grid they tune)")
+        return data, (), ()
+    grid = table["tune_lr"]
+    if (not isinstance(grid, list) or len(set(grid)) < 2
+            or not all(Real(0.0, low_open=True).accepts(v) and not isinstance(v, bool) for v in grid)):
+        raise StudyError(f"study.tune_lr={grid!r} is not allowed: a grid of at least two distinct learning rates > 0")
+    seeds = data.get("seeds")
+    trained = list(range(seeds)) if Integer().accepts(seeds) else list(seeds)
+    chosen = table.get("tune_seeds", trained[:1])
+    if not isinstance(chosen, list) or not chosen or not all(Integer().accepts(s) for s in chosen):
+        raise StudyError(f"study.tune_seeds={chosen!r} is not allowed: a non-empty list of the study's seeds "
+                         f"({', '.join(map(str, trained))})")
+    if missing := [s for s in chosen if s not in trained]:
+        raise StudyError(f"study.tune_seeds: seed {missing[0]} is not allowed: the study trains seeds "
+                         f"{', '.join(map(str, trained))}")
+    return _add_axis(data, "tune_lr", "lr", sorted(set(grid))), tuple(sorted(set(grid))), tuple(dict.fromkeys(chosen))
+
+
 def parse_study(data: dict, default_name: str = "study", text: str = "") -> Study:
     """Validate a study spec (the parsed TOML) and expand its points (module docstring)."""
     unknown = sorted(set(data) - set(STUDY_KEYS))
@@ -147,16 +213,21 @@ def parse_study(data: dict, default_name: str = "study", text: str = "") -> Stud
     if extra:
         raise StudyError(f"unknown key study.{extra[0]}: the [study] table has {', '.join(_STUDY_TABLE)}")
     _seed_count(data)
+    data, stability = _stability(table, data)
+    data, grid, tune_seeds = _tuning(table, data)
     try:
         sweep = parse_spec({**{k: v for k, v in data.items() if k != "study"}, "task": "study"}, default_name)
     except SpecError as error:
         raise StudyError(str(error)) from None
+    for added, key in (("steps", stability), ("lr", grid)):
+        if key and added in table.get("axes", []):
+            raise StudyError(f"study.axes: {added!r} is swept by the study table itself, not an axis of trends")
     axes = _study_axes(table, sweep)
     schemes = tuple(dict.fromkeys(p.setting.scheme for p in sweep.points))
     zips = data.get("zip", [])
     linked = {name: tuple(n for n in group if n != name)
               for group in ([zips] if isinstance(zips, dict) else zips) for name in group}
-    return Study(sweep.name, sweep, axes, _claims(table, schemes), text, linked)
+    return Study(sweep.name, sweep, axes, _claims(table, schemes), text, linked, stability, grid, tune_seeds)
 
 
 def check_names(studies) -> None:

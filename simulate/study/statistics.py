@@ -9,6 +9,9 @@ come one level up, over seeds (:mod:`simulate.study.trends`). Blocks are ``1..L`
 ==========================  ====================================================================
 ``val_loss``                held-out loss of the scores (64 sequences by default), nats/byte
 ``train_loss``              the last training-batch loss
+``loss_slope``              how far from converged: the least-squares slope of the training loss
+                            (logged at every step) over the last quarter of the steps, in nats
+                            per 1000 steps (the fit smooths the batches' noise; 0: converged)
 ``var_last``                ``log var_L`` at the last step (P2 Fig. 2(a): last-layer variance)
 ``var_growth``              ``log(var_L / var_1)`` at the last step (verify's P2 statistic)
 ``growth_exponent``         ``p`` of ``var_l ~ c0 + c1 l^p`` at the last step
@@ -48,11 +51,12 @@ import numpy as np
 import pandas as pd
 
 from simulate.scores.growth_claims import growth_summary
+from simulate.training.report import loss_slope
 
 __all__ = ["REMOVABLE_FRACTION", "STATISTICS", "var_profiles", "block_values", "halves", "model_statistics"]
 
 REMOVABLE_FRACTION = 0.01  # a block is removable when deleting it costs less than 1 % of the base loss
-STATISTICS = ("val_loss", "train_loss", "var_last", "var_growth", "growth_exponent", "growth_rate", "growth_step",
+STATISTICS = ("val_loss", "train_loss", "loss_slope", "var_last", "var_growth", "growth_exponent", "growth_rate", "growth_step",
               "exponential_step_share", "jac_dev_mean", "jac_dev_log_ratio", "prune_deep",
               "prune_deep_minus_shallow", "removable_share", "angular_deep", "angular_deep_last", "usefulness_log",
               "usefulness_fraction", "causal_mean", "permutation_mean")
@@ -109,7 +113,8 @@ def _growth_statistics(profiles: dict[int, np.ndarray]) -> dict[str, float]:
 def model_statistics(table: pd.DataFrame, depth: int) -> dict[str, float]:
     """Every statistic of :data:`STATISTICS` for one model (NaN where its table lacks what one needs)."""
     stats = _growth_statistics(var_profiles(table, depth))
-    loss = table[(table["table"] == "loss") & (table["name"] == "train")].sort_values("step")["value"]
+    train = table[(table["table"] == "loss") & (table["name"] == "train")].sort_values("step")
+    loss = train["value"]
     base = _model_score(table, "loss")
     prune = block_values(table, "prune", depth)  # (L,)
     prune_shallow, prune_deep = halves(prune)
@@ -120,6 +125,7 @@ def model_statistics(table: pd.DataFrame, depth: int) -> dict[str, float]:
         log_use = np.log(usefulness)  # (L,)
     stats.update(
         val_loss=base, train_loss=float(loss.iloc[-1]) if len(loss) else math.nan,
+        loss_slope=loss_slope(train["step"].to_numpy(), loss.to_numpy()),
         jac_dev_mean=_mean(jac), jac_dev_log_ratio=_log(jac_deep / jac_shallow) if jac_shallow > 0 else math.nan,
         prune_deep=prune_deep, prune_deep_minus_shallow=prune_deep - prune_shallow,
         removable_share=float(np.mean(prune[np.isfinite(prune)] < REMOVABLE_FRACTION * base))

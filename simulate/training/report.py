@@ -28,6 +28,7 @@ steps before its checkpoint, writes byte for byte what an uninterrupted run writ
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,8 @@ from simulate.training.probes import StreamMoments
 from theory.cli import atomic_write
 from theory.meanfield.bridge import aligned_strengths, bridge_profile, var_growth
 
-__all__ = ["FILES", "BRIDGE_COLUMNS", "GROWTH_COLUMNS", "RunLogs", "bridge_table", "growth_row", "read_csv"]
+__all__ = ["FILES", "BRIDGE_COLUMNS", "GROWTH_COLUMNS", "RunLogs", "bridge_table", "growth_row", "read_csv",
+           "loss_slope"]
 
 BRIDGE_COLUMNS = ["step", "layer", "var", "var_bridge", "rel_error", "token_mean_term", "mean_square",
                   "mean_square_bridge", "align_a", "align_b", "sigma_in", "a_over_sigma"]
@@ -121,3 +123,20 @@ def growth_row(step: int, var_mean: np.ndarray, bridge: pd.DataFrame) -> pd.Data
 def read_csv(directory: Path, name: str) -> pd.DataFrame:
     """One of the run's files as a DataFrame."""
     return pd.read_csv(io.StringIO((Path(directory) / name).read_text()))
+
+
+def loss_slope(steps: np.ndarray, losses: np.ndarray) -> float:
+    """Least-squares slope of ``losses`` over the last quarter of ``steps``, per 1000 steps (NaN with < 3 points).
+
+    How far a run is from converged: the training loss of ``loss.csv`` (every step; the fit smooths the
+    batches' noise) goes in; 0 is converged.
+
+    >>> round(loss_slope(np.arange(0, 401), 3.0 - 0.001 * np.arange(0, 401)), 6)  # 1e-3 nats a step
+    -1.0
+    """
+    steps, losses = np.asarray(steps, dtype=float), np.asarray(losses, dtype=float)
+    late = (steps >= 0.75 * steps.max()) & np.isfinite(losses) if steps.size else steps.astype(bool)  # (n,)
+    if late.sum() < 3:
+        return math.nan
+    x, y = steps[late] - steps[late].mean(), losses[late]  # (k,) each
+    return float(1000.0 * (x * (y - y.mean())).sum() / (x * x).sum())

@@ -139,8 +139,9 @@ def test_verify_trained_judges_only_the_runs_prints_them_and_keeps_other_reports
     printed = capsys.readouterr().out
     table = pd.read_csv(out / "verify.csv")
     assert set(table["kind"]) <= {"claim", "growth"} and set(table["id"]) == {"p1-lemma-3.2", "p1-thm-3.3", "p1-lns"}
-    assert "verdict trained" in printed and "val_loss_vs_pre" in printed, printed
-    assert (out / "verify.md").read_text().startswith(f"# {TRAINED_TITLE}\n")
+    assert "verdict trained" in printed and "val_loss_vs_pre" in printed and "loss_slope_per_1000_steps" in printed
+    report = (out / "verify.md").read_text()
+    assert report.startswith(f"# {TRAINED_TITLE}\n") and "## Convergence" in report
     init_report = tmp_path / "init"
     init_report.mkdir()
     (init_report / "verify.md").write_text(f"# {INIT_TITLE}\n\nkept\n")

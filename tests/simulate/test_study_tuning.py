@@ -1,0 +1,134 @@
+"""A tuned study with stability: the rate chosen per scheme and cell, every verdict compared at half the steps.
+
+The study trains tiny LLaMA models (d=16, 2 and 4 blocks, 12 steps, docs corpus) at two rates
+on one tuning seed, then both seeds at each cell's chosen rate, each also for 6 steps.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simulate.study import load_study, read_study, run_studies, write_reports
+from simulate.study.cli import main as study_main
+from simulate.study.spec import StudyError, parse_study
+from simulate.study.tuning import DIVERGED_LOSS, choose_rate, resolve_tuning, tuning_points
+
+SPEC = """
+name = "tuned"
+seeds = 2
+
+[setting]
+preset = "llama"
+width = 16
+heads = 2
+tokens = 16
+input_std = 0.02
+
+[axes]
+scheme = ["pre", "lns"]
+depth = [2, 4]
+
+[options]
+steps = 12
+log_every = 6
+data = "docs"
+sequences = 4
+pairs = 1
+
+[study]
+axes = ["depth"]
+stability = 0.5
+tune_lr = [1e-3, 1e-2]
+tune_seeds = [1]
+"""
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tuned")
+    (folder / "tuned.toml").write_text(SPEC)
+    study = load_study(folder / "tuned.toml")
+    report = run_studies([study], folder / "out", workers=1)
+    write_reports(study, folder / "out")
+    return study, folder / "out", report
+
+
+def test_the_grid_tunes_on_its_seed_at_the_full_length_then_every_seed_trains_at_the_chosen_rate(tuned):
+    study, out, report = tuned
+    assert study.tuned and study.stability == (6, 12) and study.tune_seeds == (1,)
+    tuning = tuning_points(study)
+    assert len(tuning) == 2 * 2 * 2 and {p.seed for p in tuning} == {1}, "2 schemes x 2 depths x 2 rates, seed 1"
+    assert {p.options["steps"] for p in tuning} == {12}
+    resolved = resolve_tuning(study, out)
+    table = pd.read_csv(out / "tuned" / "tuning.csv")
+    chosen = table[table["chosen"]]
+    assert len(chosen) == 4 and set(table["cell_status"]) == {"tuned"}, table
+    for row in chosen.itertuples():  # the chosen rate has the lowest mean held-out loss of its cell
+        cell = table[(table["scheme"] == row.scheme) & (table["depth"] == row.depth)]
+        assert row.val_loss == cell["val_loss"].min() and row.edge, row  # a grid of two: every choice is an edge
+    points = resolved.sweep.points
+    assert len(points) == 4 * 2 * 2, "every cell's two seeds at its chosen rate, each at 6 and 12 steps"
+    for point in points:
+        row = chosen[(chosen["scheme"] == point.setting.scheme) & (chosen["depth"] == point.setting.depth)]
+        assert math.isclose(point.setting.lr, row["lr"].iloc[0]), point
+    assert report.total == len({p.key for p in points} | {p.key for p in tuning}) and report.failed == 0, report
+
+
+def test_every_verdict_at_the_full_length_says_whether_it_is_stable(tuned):
+    study, out, _ = tuned
+    results = read_study(out, "tuned")
+    for table in (results.levels, results.trends):
+        full = table[(table["steps"] == 12) & table["verdict"].fillna("").astype(bool)]
+        assert len(full) and full["stability"].fillna("").map(
+            lambda text: text == "stable" or text.startswith("flips between step 6 and 12 (")).all(), full
+        assert not table.loc[table["steps"] == 6, "stability"].fillna("").astype(bool).any()
+    text = (out / "tuned" / "study.md").read_text()
+    assert "## Tuned learning rates" in text and "Stability: every model is also trained for 6 of the 12" in text
+    assert "Convergence: training-loss slope" in text
+    full = results.points[results.points["steps"] == 12]
+    assert set(results.points["lr"]) <= {1e-3, 1e-2} and full["loss_slope"].notna().all(), "3+ steps in the last quarter"
+
+
+def test_a_cell_whose_every_rate_diverges_is_failed_and_the_study_goes_on():
+    assert choose_rate({1e-3: [math.nan], 1e-2: [DIVERGED_LOSS + 1]}) == (None, False)
+    assert choose_rate({1e-3: [2.0, math.nan], 1e-2: [2.5, 2.4]}) == (1e-2, True)
+
+
+@pytest.mark.parametrize("line, words", [
+    ("stability = 0.5", "stability = 1.5"), ("stability = 0.5", "stability = 0.01"),
+    ("tune_lr = [1e-3, 1e-2]", "tune_lr = [1e-3]"), ("tune_lr = [1e-3, 1e-2]", "tune_lr = [1e-3, -1.0]"),
+    ("tune_seeds = [1]", "tune_seeds = [5]"), ("tune_seeds = [1]", "tune_seeds = []")])
+def test_bad_tuning_and_stability_keys_exit_2_naming_the_key(tmp_path, capsys, line, words):
+    (tmp_path / "bad.toml").write_text(SPEC.replace(line, words))
+    with pytest.raises(SystemExit) as stop:
+        study_main([str(tmp_path / "bad.toml"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    key = words.split(" = ")[0]
+    assert stop.value.code == 2 and len(err) == 1 and f"study.{key}" in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_spec_that_sweeps_what_the_study_table_sweeps_is_refused():
+    import tomllib
+
+    data = tomllib.loads(SPEC)
+    data["axes"]["lr"] = [1e-3, 3e-3]
+    with pytest.raises(StudyError, match="study.tune_lr is not allowed with lr among the axes"):
+        parse_study(data)
+
+
+def test_the_export_ships_the_tuning_models_and_counts_them(tuned, tmp_path):
+    """The copy holds every model the study trained, the grid's too; its README counts 8 + 4 x 3 = 20."""
+    study, out, _ = tuned
+    dest = tmp_path / "shipped"
+    assert study_main([str(Path(out).parent / "tuned.toml"), "--out", str(out), "--report-only", "--export",
+                       str(dest)]) == 0
+    assert len(list((dest / "points").glob("*.parquet"))) == 20
+    assert "**20 of the 20 models**" in (dest / "README.md").read_text()
+    assert (dest / "tuned" / "tuning.csv").is_file()
+    again = read_study(dest, "tuned")
+    assert len(again.points) == len(resolve_tuning(load_study(dest / "tuned" / "spec.toml"), dest).sweep.points)
