@@ -77,13 +77,14 @@ PRINTED = {
         r"lns: growth exponent of var [\d.]+ \+- [\d.]+ at L=8, [\d.]+ \+- [\d.]+ at L=16",
     ],
     "08_studies": [
-        r"depth: 30 models \(\d+ ok, \d+ failed, \d+ pending\), 3 seeds, [\d.]+ h of one CPU thread",
+        r"atlas-400-steps/depth: 30 models \(\d+ ok, \d+ failed, \d+ pending\), 3 seeds, [\d.]+ h of one CPU thread",
+        r"atlas/depth: \d+ models \(\d+ ok, \d+ failed, \d+ pending\)",
         r"\d+ of \d+ trend verdicts on a claimed direction hold, \d+ are violated, \d+ inconclusive",
-        r"phase diagram, Pre-LN at L=8: lr 0\.0003: \w+ ",
-        r"extrapolation test, pre, bridge law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",
-        r"the law on its own data, pre, bridge law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, \d+ models\)",
-        r"extrapolation test, lns, growth law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",
-        r"the law on its own data, pre, growth law: mean_abs_log_error = \S+ \[\S+, \S+\] \(L=\d+, \d+ models\)",
+        r"phase diagram \(400 steps\), Pre-LN at L=8: lr 0\.0003: \w+ ",
+        r"atlas-400-steps: extrapolation test, pre, bridge law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",
+        r"atlas-400-steps: the law on its own data, pre, bridge law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, \d+ models\)",
+        r"atlas-400-steps: extrapolation test, lns, growth law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",
+        r"atlas-400-steps: the law on its own data, pre, growth law: mean_abs_log_error = \S+ \[\S+, \S+\] \(L=\d+, \d+ models\)",
     ],
 }
 
