@@ -340,9 +340,10 @@ _DEFAULT_OUT = {INIT_TITLE: "out/verify", TRAINED_TITLE: "out/verify-trained"}
 def trained_markdown_report(table: pd.DataFrame, convergence: pd.DataFrame) -> str:
     """verify.md of ``verify --trained``: the trained claims (step 0 beside the end of training), how far each
     run is from converged, then every row."""
+    slope = "docs/studies.md#statistics-of-one-model"
     return (f"# {TRAINED_TITLE}\n{trained_section(table)}\n## Convergence\n\nTraining-loss slope over the last "
-            "quarter of each run's steps, nats/byte per 1000 steps (0: converged; docs/studies.md#statistics-of-one-"
-            f"model)\n\n{markdown_table(convergence)}\n\n## Every row\n\n{markdown_table(table)}\n")
+            f"quarter of each run's steps, nats/byte per 1000 steps (0: converged; {slope})\n\n"
+            f"{markdown_table(convergence)}\n\n## Every row\n\n{markdown_table(table)}\n")
 
 
 def convergence_table(runs) -> pd.DataFrame:
