@@ -201,6 +201,9 @@ def test_overflowing_theory_draws_without_a_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         explorer.run()
+    # matplotlib at the lowest version the package allows parses mathtext with pyparsing's pre-3.3 names, which a
+    # newer pyparsing deprecates: a warning between two libraries, not about the plot (CI's lowest-versions step)
+    caught = [w for w in caught if w.category.__name__ != "PyparsingDeprecationWarning"]
     assert not caught, [f"{w.category.__name__}: {w.message}" for w in caught]
     _assert_whole_plot(explorer.image.value)
     assert any(text.get_gid() == "blowup" for text in explorer.figure.axes[0].texts), "the blow-up is marked"
