@@ -58,11 +58,15 @@ def tuning_points(study) -> list:
             if p.seed in study.tune_seeds and (full is None or p.options["steps"] == full)]
 
 
+def _learned(values) -> bool:
+    """Whether a rate's losses (one per tuning seed) are all finite and below :data:`DIVERGED_LOSS`."""
+    return bool(values) and all(math.isfinite(v) and v < DIVERGED_LOSS for v in values)
+
+
 def choose_rate(losses: dict[float, list[float]]) -> tuple[float | None, bool]:
     """``(rate, at_edge)``: the rate of lowest mean loss among those whose every loss is finite and below
     :data:`DIVERGED_LOSS`; ``(None, False)`` when every rate diverged. ``losses``: ``{rate: [loss per seed]}``."""
-    means = {rate: float(np.mean(values)) for rate, values in losses.items()
-             if values and all(math.isfinite(v) and v < DIVERGED_LOSS for v in values)}
+    means = {rate: float(np.mean(values)) for rate, values in losses.items() if _learned(values)}
     if not means:
         return None, False
     best = min(means, key=means.get)
@@ -92,7 +96,7 @@ def tuning_table(study, out) -> pd.DataFrame:
         chosen, edge, status = _choice(rates)
         for rate, values in sorted(rates.items()):
             finite = [v for v in values or [] if math.isfinite(v)]
-            diverged = values is not None and not (len(finite) == len(values) and max(finite) < DIVERGED_LOSS)
+            diverged = values is not None and not _learned(values)
             rows.append({"scheme": cell[0], **dict(zip(_cell_fields(study), cell[1:])), "lr": rate,
                          "n": len(values or []), "val_loss": float(np.mean(finite)) if finite else math.nan,
                          "status": "pending" if values is None else ("diverged" if diverged else "ok"),
