@@ -26,9 +26,8 @@ from matplotlib.patches import Patch
 
 from paper_figs.legends import figure_legend
 from paper_figs.style import METRIC_LABELS, new_figure, place_legend, save_figure
-from simulate.scores.growth_claims import t_interval
+from simulate.claims import CLAIMS, Kind, growth_summary, t_interval
 from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results, atlas_studies
-from simulate.study.statistics import block_values, var_profiles
 
 __all__ = ["study_depth", "study_pruning", "study_lns_gain", "study_phase", "depth_figure", "pruning_figure",
            "lns_gain_figure", "phase_figure", "axis_band"]
@@ -58,7 +57,7 @@ def axis_band(points: pd.DataFrame, statistic: str, axis: str, scheme: str) -> p
     rows = points[(points["status"] == "ok") & (points["scheme"] == scheme)]
     out = []
     for value, group in rows.groupby(axis):
-        mean, low, high = t_interval(group[statistic])
+        mean, low, high = t_interval(group[statistic])  # Interval(estimate, low, high)
         out.append({axis: float(value), "mean": mean, "low": low, "high": high, "n": float(len(group))})
     return pd.DataFrame(out, columns=[axis, "mean", "low", "high", "n"])
 
@@ -80,9 +79,9 @@ def _log_axis(ax, values, axis: str) -> None:
 
 def _mean_profile(models, scheme: str, depth: int) -> np.ndarray | None:
     """The mean last-step variance profile over the ok models of one cell (None while none is trained)."""
-    curves = [var_profiles(m.table, depth) for m in models
-              if m.status == "ok" and m.scheme == scheme and m.point.setting.depth == depth]
-    return np.mean([c[max(c)] for c in curves], axis=0) if curves else None  # (L+1,)
+    curves = [m.evidence.last_profile() for m in models
+              if m.status == "ok" and m.scheme == scheme and m.point.setting.depth == depth]  # (L+1,) each
+    return np.mean(curves, axis=0) if curves else None  # (L+1,)
 
 
 def _full_length(points: pd.DataFrame, models: list) -> tuple[pd.DataFrame, list]:
@@ -127,7 +126,7 @@ def pruning_figure(results=ATLAS_DIR):
     fig, axes = new_figure(ncols=2, width=3.4, height=2.6)
     for ax, scheme in zip(axes[0], ("pre", "lns")):
         for i, depth in enumerate(depths):
-            drops = [block_values(m.table, "prune", depth) for m in models
+            drops = [m.evidence.block_values("prune") for m in models
                      if m.status == "ok" and m.scheme == scheme and m.point.setting.depth == depth]
             if not drops:
                 continue
@@ -171,24 +170,22 @@ def _tuning_phase(results) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     ``(levels, points, note)`` shaped as an ``lr_depth`` study's."""
     import dataclasses
 
-    from simulate.scores.growth_claims import growth_summary
     from simulate.study.analysis import load_models
     from simulate.study.tuning import tuning_points
 
     study = atlas_studies(results)["depth"]
     tuning = dataclasses.replace(study, sweep=dataclasses.replace(study.sweep, points=tuple(tuning_points(study))))
     models = load_models(tuning, results, statistics=False)
-    claim = {"pre": "p1-lemma-3.2-growth", "lns": "p1-lns-growth"}
+    claim = {c.schemes[0]: c.id for c in CLAIMS.values() if c.kind is Kind.GROWTH}
     points, levels = [], []
     for m in models:
         cell = {"scheme": m.scheme, "depth": m.point.setting.depth, "lr": m.point.setting.lr}
-        loss = m.table[(m.table["table"] == "scores") & (m.table["name"] == "loss")]["value"] if m.table is not None \
-            else pd.Series(dtype=float)
-        points.append({**cell, "status": m.status, "val_loss": float(loss.iloc[0]) if len(loss) else np.nan})
+        loss = m.evidence.model_score("loss") if m.evidence is not None else np.nan
+        points.append({**cell, "status": m.status, "val_loss": loss})
         if m.status == "ok":
-            summary = growth_summary(m.last_profile())
+            summary = growth_summary(m.evidence.last_profile())
             levels.append({**cell, "claim": claim[m.scheme], "statistic": "var_growth", "growth_class": summary.label,
-                           "mean": summary.rate[0] if summary.label == "exponential" else summary.exponent[0]})
+                           "mean": (summary.rate if summary.label == "exponential" else summary.exponent).estimate})
     note = (f"the tuning models: seed {', '.join(map(str, study.tune_seeds))}, "
             f"{study.stability[1] if study.stability else ''} steps")
     return pd.DataFrame(levels, columns=["scheme", "depth", "lr", "claim", "statistic", "growth_class", "mean"]), \

@@ -33,7 +33,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from theory.cli import atomic_write  # noqa: E402
+from theory.files import atomic_write  # noqa: E402
 
 __all__ = [
     "DEFAULT_OUT_DIR",
@@ -149,7 +149,7 @@ def log_limits_from_lines(ax, pad: float = 1.6, ceiling: float = 1e250, *, share
 def save_figure(fig, out_dir: str | os.PathLike, name: str) -> list[Path]:
     """Write ``name.png`` and ``name.pdf`` into ``out_dir`` atomically.
 
-    Each file goes through :func:`theory.cli.atomic_write`, so a reader never sees half a file.
+    Each file goes through :func:`theory.files.atomic_write`, so a reader never sees half a file.
 
     Returns
     -------

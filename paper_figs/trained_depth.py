@@ -51,9 +51,9 @@ def trained_variance(out_dir, quick: bool = False):
             band = _var_band(paths, int(step))
             ax.plot(band["layer"], band["mean"], marker="o", markersize=2.5, lw=1, color=color, label=f"step {step}")
             ax.fill_between(band["layer"], band["low"], band["high"], color=color, alpha=0.2, lw=0)
-        from simulate.scores.runs import read_run_config
+        from simulate.training.run_directory import RunDirectory
 
-        setting = read_run_config(paths[0])[1]
+        setting = RunDirectory(paths[0]).setting
         plot_theory(ax, theory.predict(setting), "var", color="k", laws=[_INIT_LAW[scheme]],
                     label_prefix="init theory: ")
         ax.set_yscale("log")

@@ -51,13 +51,15 @@ def run_scores(paths, quick: bool, at_init: bool = False) -> list[tuple[pd.DataF
 
 
 def train_layers(path) -> pd.DataFrame:
-    """A run's ``train_layers.csv``."""
-    return pd.read_csv(f"{path}/train_layers.csv")
+    """A run's ``train_layers.csv`` (:meth:`simulate.training.run_directory.RunDirectory.layers`)."""
+    from simulate.training.run_directory import RunDirectory
+
+    return RunDirectory(path).layers()
 
 
 def seed_band(tables: list[pd.DataFrame], score: str) -> pd.DataFrame:
     """Per layer: mean over seeds of a score's value and its 95 % t band (``layer, mean, low, high``)."""
-    from simulate.scores.growth_claims import t_interval
+    from simulate.claims import t_interval
 
     values = pd.concat([t[t["score"] == score].set_index("layer")["value"].rename(i) for i, t in enumerate(tables)],
                        axis=1)  # (layers, seeds)

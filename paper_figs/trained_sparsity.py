@@ -75,9 +75,9 @@ def point_interval(values, sems) -> tuple[float, float, str]:
     >>> point_interval([1.0, 2.0, 3.0], [0.1] * 3)[2], point_interval([1.0], [0.1])[2], point_interval([1.0], [np.nan])
     ('seeds', 'sem', (1.0, nan, 'none'))
     """
-    from simulate.scores.growth_claims import t_interval
+    from simulate.claims import t_interval
 
-    mean, _, high = t_interval(values)
+    mean, _, high = t_interval(values)  # Interval(estimate, low, high)
     if np.isfinite(high):
         return mean, high - mean, "seeds"
     sems = np.asarray(sems, dtype=float)

@@ -14,7 +14,13 @@ before torch is loaded.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from simulate.runtime.lazy import lazy_exports
+
+if TYPE_CHECKING:  # never run; it shows the homes of the names below to type checkers and to the source walker
+    # of simulate.runtime.versions.import_closure (code versions, the import-graph tests)
+    from simulate import cache, engine  # noqa: F401 (the engine through its face)
 
 __all__ = ["simulate", "cached_simulate", "NumericalBlowUp", "weight_decay_process", "block_jacobian", "METRICS"]
 

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from simulate.runtime.process import configure_process
-from theory.cli import CliParser, add_progress_argument, atomic_write, fail, int_at_least, output_path, progress_enabled
+from theory.cli import CliParser, add_progress_argument, fail, int_at_least, output_path, progress_enabled
+from theory.files import atomic_write
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 
 PROG = "python -m simulate"
@@ -225,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
               f"'{PROG} COMMAND --help' lists each command's flags.")
         return 0
     command, rest = argv[0], argv[1:]
+    if command == "sweep" and "--bench" in rest:  # the engines' bench lives with the others
+        rest = ["--sweep", *(word for word in rest if word != "--bench")]
+        command = "bench"
     if command == "run":
         return run(rest)
     if command in _DELEGATED:

@@ -6,7 +6,7 @@ version, anything else) and ``layers.csv`` (columns :data:`COLUMNS`), CSV and JS
 ``layers.csv``; :func:`load_run` checks both, so a truncated or edited table, or a directory
 written by an older version of this code, raises :class:`CorruptRun` instead of being
 misread. Every file is written to a temporary file in the same directory and moved into
-place (:func:`theory.cli.atomic_write`), so a reader never sees half a file.
+place (:func:`theory.files.atomic_write`), so a reader never sees half a file.
 
 A cache entry is built whole in a temporary directory beside it and renamed into place
 (one ``rename``, atomic on a POSIX file system): two processes filling the same entry at
@@ -34,11 +34,11 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.engine import COLUMNS, parse_metrics, resolve_device, resolve_dtype, simulate
-from simulate.runtime.versions import ROOT, import_closure, source_digest
-from theory.cli import atomic_write
+from simulate.runtime.versions import ROOT, closure_version, import_closure
+from theory.files import atomic_write, write_text_atomic
 from theory.setting import Setting
 
-__all__ = ["FORMAT_VERSION", "CorruptRun", "save_run", "load_run", "write_atomic", "engine_sources",
+__all__ = ["FORMAT_VERSION", "CorruptRun", "save_run", "load_run", "engine_sources",
            "code_version", "cache_dir", "cache_key", "cached_simulate"]
 
 # Version of the run-directory layout. 1: config.json without format_version/layers_sha256
@@ -56,11 +56,6 @@ _ENGINE_ENTRIES = (simulate.__module__, Setting.__module__)
 class CorruptRun(ValueError):
     """A run directory that cannot be trusted: a missing or unreadable file, a table that does not
     match its checksum (truncated, edited), or an older :data:`FORMAT_VERSION`."""
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` all at once (:func:`theory.cli.atomic_write`)."""
-    atomic_write(path, lambda temp: Path(temp).write_text(text))
 
 
 def _sha256(data: bytes) -> str:
@@ -83,7 +78,7 @@ def save_run(out_dir, config: dict, table: pd.DataFrame) -> Path:
     data = table[COLUMNS].to_csv(index=False).encode()
     record = {**config, "format_version": FORMAT_VERSION, "layers_sha256": _sha256(data)}
     atomic_write(out / "layers.csv", lambda temp: Path(temp).write_bytes(data))
-    write_atomic(out / "config.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(out / "config.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
     return out
 
 
@@ -126,8 +121,9 @@ def engine_sources(root: Path = ROOT) -> list[str]:
 
 
 def code_version(root: Path = ROOT) -> str:
-    """:func:`simulate.runtime.versions.source_digest` of :func:`engine_sources` (of the sources under ``root``)."""
-    return source_digest(engine_sources(root), root=root)
+    """The digest of :func:`engine_sources` (of the sources under ``root``;
+    :func:`simulate.runtime.versions.closure_version`)."""
+    return closure_version(*_ENGINE_ENTRIES, root=root)
 
 
 def cache_dir() -> Path:

@@ -34,7 +34,7 @@ both in one line for a reader.
 
 >>> describe_setting(Setting(block="linear", width=32))
 'block=linear width=32'
->>> classify("exact", z=[0.5, -3.9], rel=[0.01, 0.02], excess=[0.0, 0.0])
+>>> str(classify("exact", z=[0.5, -3.9], rel=[0.01, 0.02], excess=[0.0, 0.0]))
 'holds'
 >>> describe_curve("p1-lemma-3.2", "approx")
 "P1's recursion sigma_{l+1}^2 = sigma_l^2 (1 + c/sigma_l) with c = 1 (a constant the paper does not state)"
@@ -49,13 +49,14 @@ import numpy as np
 import pandas as pd
 
 from simulate.cache import cached_simulate
+from simulate.claims.verdicts import Verdict
 from simulate.engine import NumericalBlowUp
 from theory.setting import Setting
 
 __all__ = ["COLUMNS", "Z_LIMIT", "APPROX_REL_TOLERANCE", "CURVE_WORDS", "VERDICT_WORDS", "describe_setting",
            "describe_curve", "verdict_sentence", "run_monte_carlo", "classify", "compare", "verdict_row", "check"]
 
-COLUMNS = ["id", "setting", "metric", "kind", "layer", "predicted", "measured", "ci_low", "ci_high", "rel_error", "z",
+COLUMNS = ["id", "setting", "stage", "metric", "kind", "layer", "predicted", "measured", "ci_low", "ci_high", "rel_error", "z",
            "verdict", "tightness", "comment"]
 Z_LIMIT = 4.0
 APPROX_REL_TOLERANCE = 0.10
@@ -77,13 +78,13 @@ CURVE_WORDS = {
 }
 # What each verdict says about the compared curve, for a reader (``verdict_sentence``).
 VERDICT_WORDS = {
-    "holds": f"agrees with the measurement within {Z_LIMIT:g} sem at every layer",
-    "holds as a bound": f"is never crossed by the measurement by more than {Z_LIMIT:g} sem",
-    "holds approximately": f"is within {APPROX_REL_TOLERANCE:.0%} of the measurement at every layer "
+    Verdict.HOLDS: f"agrees with the measurement within {Z_LIMIT:g} sem at every layer",
+    Verdict.HOLDS_AS_BOUND: f"is never crossed by the measurement by more than {Z_LIMIT:g} sem",
+    Verdict.HOLDS_APPROXIMATELY: f"is within {APPROX_REL_TOLERANCE:.0%} of the measurement at every layer "
                            f"(not within {Z_LIMIT:g} sem)",
-    "violated": "differs from the measurement",
-    "no prediction": "is not predicted for this setting",
-    "not measured": "has no measured layer to compare",
+    Verdict.VIOLATED: "differs from the measurement",
+    Verdict.NO_PREDICTION: "is not predicted for this setting",
+    Verdict.NOT_MEASURED: "has no measured layer to compare",
 }
 _KIND_WORDS = {"exact": "exact law", "approx": "approximate law", "upper": "upper bound", "lower": "lower bound"}
 
@@ -146,7 +147,7 @@ def run_monte_carlo(setting: Setting, *, samples: int, metrics=("var",), seed: i
         return blowup.table, int(blowup.layer)
 
 
-def classify(kind: str, *, z, rel, excess) -> str:
+def classify(kind: str, *, z, rel, excess) -> Verdict:
     """Verdict of one curve from per-layer ``z``, relative errors and signed excess in sem.
 
     ``excess`` is ``(measured - bound)/sem`` for an upper bound and ``(bound - measured)/sem``
@@ -155,12 +156,12 @@ def classify(kind: str, *, z, rel, excess) -> str:
     z, rel = np.abs(np.asarray(z, dtype=float)), np.abs(np.asarray(rel, dtype=float))
     excess = np.asarray(excess, dtype=float)
     if kind in ("upper", "lower"):
-        return "holds as a bound" if np.all(excess <= Z_LIMIT) else "violated"
+        return Verdict.HOLDS_AS_BOUND if np.all(excess <= Z_LIMIT) else Verdict.VIOLATED
     if np.all(z <= Z_LIMIT):
-        return "holds"
+        return Verdict.HOLDS
     if kind == "approx" and np.all(rel <= APPROX_REL_TOLERANCE):
-        return "holds approximately"
-    return "violated"
+        return Verdict.HOLDS_APPROXIMATELY
+    return Verdict.VIOLATED
 
 
 def _z_scores(measured, predicted, sem):
@@ -191,7 +192,7 @@ def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted
         both = both[(both["layer"] >= 1) & np.isfinite(both["value"]) & np.isfinite(both["mean"])]
         both = both.sort_values("layer")
         if both.empty:
-            rows.append(verdict_row(lemma_id, setting_label, metric, kind=kind, verdict="not measured",
+            rows.append(verdict_row(lemma_id, setting_label, metric, kind=kind, verdict=Verdict.NOT_MEASURED,
                              comment=f"no layer >= 1 both predicted and measured for {metric} ({kind})"
                                      + (f"; numerical blow-up at layer {blowup_layer}" if blowup_layer else "")))
             continue
@@ -218,12 +219,12 @@ def _comment(kind, verdict, both, z, excess, worst, tightness, blowup_layer) -> 
         side = "above" if kind == "upper" else "below"
         text = (f"{kind} bound over {n_layers} layers; measured/bound {np.nanmin(ratios):.3g}.."
                 f"{np.nanmax(ratios):.3g}, {tightness:.3g} at the last layer")
-        if verdict == "violated":
+        if verdict is Verdict.VIOLATED:
             text += f"; measured {excess[worst]:.1f} sem {side} it at layer {worst_layer}"
     else:
         text = (f"{_KIND_WORDS.get(kind, kind)} over {n_layers} layers; worst layer {worst_layer}: "
                 f"|z| = {abs(z[worst]):.2f}; last layer: z = {z[-1]:.2f}")
-        if verdict != "holds":
+        if verdict is not Verdict.HOLDS:
             rel = np.abs(both["mean"].to_numpy(float) - both["value"].to_numpy(float)) / np.abs(both["value"])
             text += f", max rel. error {np.nanmax(rel):.3g}"
     if blowup_layer is not None:
@@ -232,9 +233,14 @@ def _comment(kind, verdict, both, z, excess, worst, tightness, blowup_layer) -> 
 
 
 def verdict_row(lemma_id, setting_label, metric, **values) -> dict:
-    """One row of the verdict table: :data:`COLUMNS` as NaN/empty, then ``values``."""
+    """One row of the verdict table: :data:`COLUMNS` as NaN/empty, then ``values``.
+
+    ``stage`` is the training step a trained claim is judged at (0: the runs' initialisation), -1 for a
+    random-init lemma (no training).
+    """
     row = dict.fromkeys(COLUMNS, math.nan)
-    row.update(id=lemma_id, setting=setting_label, metric=metric, kind="-", layer=-1, verdict="", comment="")
+    row.update(id=lemma_id, setting=setting_label, stage=-1, metric=metric, kind="-", layer=-1, verdict="",
+               comment="")
     row.update(values)
     return row
 
@@ -266,7 +272,7 @@ def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0) -> list[d
     rows = []
     for lemma_id, curve in curves.items():
         if curve.empty:
-            rows.append(verdict_row(lemma_id, label, "-", verdict="no prediction",
+            rows.append(verdict_row(lemma_id, label, "-", verdict=Verdict.NO_PREDICTION,
                              comment="theory.predict gives no curve for this law in this setting"))
         else:
             rows += compare(lemma_id, label, measured, curve, blowup)

@@ -25,14 +25,15 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from simulate.cache import write_atomic
+from simulate.claims.verdicts import Verdict
 from simulate.compare import APPROX_REL_TOLERANCE, COLUMNS, Z_LIMIT, check, compare, describe_setting, verdict_row
 from simulate.runtime.interrupts import deferred_signals, exit_code, handle_signals, interrupted_line, signal_of
 from theory.cli import CliParser, add_progress_argument, fail, markdown_table, output_path, progress_enabled
+from theory.files import write_text_atomic
 from theory.setting import Setting
 
 __all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "summarize", "to_markdown", "main",
-           "init_growth_rows", "trained_section", "check_trained_runs", "add_trained_rows", "INIT_TITLE",
+           "init_growth_rows", "judgement_row", "trained_summary", "trained_section", "check_trained_runs", "add_trained_rows", "INIT_TITLE",
            "TRAINED_TITLE", "trained_markdown_report", "check_overwrite", "trained_runs", "convergence_table"]
 
 # Statements that speak about trained weights; what the workbench checks instead.
@@ -177,7 +178,7 @@ def verify(quick: bool = True, progress: bool = False, only=None, depths=None) -
                 rows += _process_rows(lemma_id, setting, size)
         elif not settings:
             reason = NOT_AT_INIT.get(lemma_id, "no setting of the workbench is planned for it")
-            rows.append(verdict_row(lemma_id, "-", "-", verdict="not applicable at init", comment=reason))
+            rows.append(verdict_row(lemma_id, "-", "-", verdict=Verdict.NOT_APPLICABLE, comment=reason))
         for setting in settings if lemma_id not in PROCESS_LAWS else ():
             if depths is None or setting.depth in set(depths):
                 pending.setdefault(setting, []).append(lemma_id)
@@ -198,8 +199,8 @@ def verify(quick: bool = True, progress: bool = False, only=None, depths=None) -
     return table.sort_values("id", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
-_VERDICT_ORDER = ("violated", "not measured", "no prediction", "inconclusive", "holds approximately",
-                  "holds as a bound", "holds", "not applicable at init")  # worst first
+_VERDICT_ORDER = (Verdict.VIOLATED, Verdict.NOT_MEASURED, Verdict.NO_PREDICTION, Verdict.INCONCLUSIVE,
+                  Verdict.HOLDS_APPROXIMATELY, Verdict.HOLDS_AS_BOUND, Verdict.HOLDS, Verdict.NOT_APPLICABLE)  # worst first
 
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
@@ -225,7 +226,7 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
         lemma = theory.LEMMAS.get(lemma_id)
         tight = judged["tightness"].dropna()
         laws = judged[judged["kind"].isin(["exact", "approx"])]  # |z| of a loose bound says nothing
-        off = approx[~approx["verdict"].isin(["holds", "holds approximately"])]
+        off = approx[~approx["verdict"].isin([Verdict.HOLDS, Verdict.HOLDS_APPROXIMATELY])]
         rows.append({"id": lemma_id, "source": getattr(lemma, "source", ""), "kind": getattr(lemma, "kind", ""),
                      "verdict": worst, "rows": f"{verdicts.count(worst)}/{len(verdicts)}",
                      "max_abs_z_last": float(laws["z"].abs().max()) if laws["z"].notna().any() else math.nan,
@@ -248,51 +249,99 @@ def to_markdown(table: pd.DataFrame) -> str:
             f"{markdown_table(table)}\n")
 
 
+def judgement_row(row_id: str, where: str, stage: int, layer: int, judgement) -> dict:
+    """A verify row of a :class:`simulate.claims.judgement.Judgement`: kind ``growth`` for a growth class,
+    ``claim`` for a claimed sign; ``predicted`` is the value the verdict compares with."""
+    from simulate.claims.definitions import Kind
+
+    estimate = judgement.estimate
+    return verdict_row(row_id, where, judgement.statistic, stage=stage, layer=layer,
+                       kind="growth" if judgement.claim.kind is Kind.GROWTH else "claim",
+                       predicted=judgement.target, measured=estimate.estimate, ci_low=estimate.low,
+                       ci_high=estimate.high, z=estimate.z(judgement.target), verdict=judgement.verdict,
+                       comment=judgement.comment)
+
+
 def init_growth_rows(pending: dict, samples: int) -> list[dict]:
     """P1 Lemma 3.2 and P1's LNS bounds judged by the growth class of each simulated ``var`` curve.
 
     Their constants are unknown (``Theta``, ``1 + c/sigma``), so each setting where they are
-    checked has its variance profile fitted (:mod:`simulate.scores.growth_claims`: exponent,
-    rate and the per-layer factor's exponent with CIs) from the same cached simulation that
-    :func:`simulate.compare.check` compared; rows of kind ``growth``.
+    checked has its variance profile fitted (:mod:`simulate.claims.growth`: exponent, rate and
+    the per-layer factor's exponent with CIs) from the same cached simulation that
+    :func:`simulate.compare.check` compared, and judged by the growth claim that states the
+    lemma (:func:`simulate.claims.definitions.growth_claim`); rows of kind ``growth``.
     """
     import theory
+    from simulate.claims import CLAIMS, growth_claim, growth_summary, judge_growth
     from simulate.compare import run_monte_carlo
-    from simulate.scores.growth_claims import GROWTH_LEMMAS, growth_rows, growth_summary
 
+    stated = {claim.lemma for claim in CLAIMS.values() if claim.lemma}
     rows = []
     for setting, lemma_ids in pending.items():
-        wanted = [i for i in lemma_ids if i in GROWTH_LEMMAS]
+        wanted = [i for i in lemma_ids if i in stated]
         if not wanted:
             continue
         prediction = theory.predict(setting)  # the metric set check() simulated, so the cache answers
         metrics = sorted({m for i in lemma_ids for m in prediction[prediction["law"] == i]["metric"].unique()})
         measured, _ = run_monte_carlo(setting, samples=samples, metrics=metrics or ("var",))
         var = measured[measured["metric"] == "var"].sort_values("layer")["mean"].to_numpy(float)  # (L+1,)
+        summary = growth_summary(var)
         for lemma_id in wanted:
-            rows += growth_rows(lemma_id, describe_setting(setting), growth_summary(var))
+            rows += [judgement_row(lemma_id, describe_setting(setting), -1, setting.depth, judgement)
+                     for judgement in judge_growth(growth_claim(lemma_id), summary)]
     return rows
 
 
-def trained_section(table: pd.DataFrame) -> str:
-    """verify.md's "Trained claims" section ('' when the table has no trained rows)."""
-    from simulate.scores.trained_claims import trained_markdown
+_TRAINED_SUMMARY = ["id", "where", "statistic", "at step 0", "verdict at step 0", "trained", "verdict trained"]
 
-    return trained_markdown(table, markdown_table)
+
+def trained_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """One line per trained claim, runs and statistic: at step 0 beside the end of training (rows with
+    ``stage`` >= 0, from :func:`add_trained_rows`)."""
+    from simulate.claims.intervals import Interval
+
+    rows = table[table["stage"].astype(float) >= 0]
+    out = []
+    for (claim_id, where, metric), group in rows.groupby(["id", "setting", "metric"], sort=False):
+        group = group.sort_values("stage")
+        first, last = group.iloc[0], group.iloc[-1]
+
+        def cell(row) -> tuple[str, str]:
+            return Interval(row["measured"], row["ci_low"], row["ci_high"]).format(), str(row["verdict"])
+
+        init_value, init_verdict = cell(first) if first["stage"] == 0 else ("", "")
+        value, verdict = cell(last) if last["stage"] > 0 else ("", "")
+        out.append({"id": claim_id, "where": f"{where} (step {int(last['stage'])})", "statistic": metric,
+                    "at step 0": init_value, "verdict at step 0": init_verdict, "trained": value,
+                    "verdict trained": verdict})
+    return pd.DataFrame(out, columns=_TRAINED_SUMMARY)
+
+
+def trained_section(table: pd.DataFrame) -> str:
+    """verify.md's "Trained claims" section ('' when the table has no trained rows): one line per claim,
+    then :func:`trained_summary`'s table."""
+    summary = trained_summary(table)
+    if summary.empty:
+        return ""
+    lines = [f"- **{r['id']}** {r['statistic']}, {r['where']}: trained {r['trained']} -> {r['verdict trained']}; "
+             f"at step 0 {r['at step 0']} -> {r['verdict at step 0']}" for r in summary.to_dict("records")]
+    return ("\n## Trained claims (step 0 beside the end of training)\n\nClaims, statistics and verdicts: "
+            "simulate.claims (docs/scores.md). Intervals: 95 % t intervals over seeds; a difference between two "
+            "groups of runs is paired by seed where both have the same seeds, else Welch's; growth exponents "
+            "from the fits of simulate.claims.growth. holds / violated: the interval lies on the claimed / the "
+            "other side; inconclusive: it contains the boundary.\n\n" + "\n".join(lines) + "\n\n"
+            + markdown_table(summary) + "\n")
 
 
 def check_trained_runs(prog: str, runs) -> None:
     """Exit 2 with one line, before any work, when a ``--trained`` RUN is not a finished training run."""
-    from simulate.scores.runs import RunError, read_run_config
+    from simulate.training.run_directory import RunDirectory, RunError
 
     for run in runs or []:
         try:
-            read_run_config(run)
-            for name in ("train_layers.csv", "loss.csv", "model.safetensors"):
-                if not (Path(run) / name).is_file():
-                    raise RunError(f"--trained {run} is not allowed: no {name} (not a finished training run)")
+            RunDirectory(run).require_finished()
         except RunError as error:
-            fail(prog, str(error))
+            fail(prog, f"--trained {run}: {error}")
 
 
 def trained_runs(runs: list[str], quick: bool, progress: bool) -> list:
@@ -307,15 +356,16 @@ def trained_runs(runs: list[str], quick: bool, progress: bool) -> list:
 
 
 def add_trained_rows(prog: str, table: pd.DataFrame, runs: list, progress: bool) -> pd.DataFrame:
-    """``verify --trained RUN ...``: the trained claims' rows (:mod:`simulate.scores.trained_claims`) appended.
-    Bad runs: exit 2."""
-    from simulate.scores.runs import RunError
-    from simulate.scores.trained_claims import trained_rows
+    """``verify --trained RUN ...``: the rows of :func:`simulate.claims.across_runs.judge_runs` appended (id: the
+    claim's, setting: the runs, stage: the step). Bad runs: exit 2."""
+    from simulate.claims.across_runs import judge_runs
+    from simulate.training.run_directory import RunError
 
     try:
-        rows = trained_rows(runs, progress=progress)
+        judged = judge_runs(runs, progress=progress)
     except RunError as error:
         fail(prog, str(error))
+    rows = [judgement_row(r.judgement.claim.id, r.where, r.stage, r.layer, r.judgement) for r in judged]
     return pd.concat([table, pd.DataFrame(rows, columns=COLUMNS)], ignore_index=True)
 
 
@@ -349,10 +399,11 @@ def trained_markdown_report(table: pd.DataFrame, convergence: pd.DataFrame) -> s
 def convergence_table(runs) -> pd.DataFrame:
     """One row per run: its steps and :func:`simulate.training.report.loss_slope` of its training loss."""
     from simulate.training.report import loss_slope
+    from simulate.training.run_directory import RunDirectory
 
     rows = []
     for run in runs:
-        loss = pd.read_csv(Path(run) / "loss.csv")
+        loss = RunDirectory(run).loss()
         train = loss[loss["split"] == "train"]
         rows.append({"run": str(run), "steps": int(train["step"].max()),
                      "loss_slope_per_1000_steps": loss_slope(train["step"].to_numpy(), train["loss"].to_numpy())})
@@ -383,7 +434,6 @@ def main(argv=None) -> int:
     (default: when stderr is a terminal).
     """
     import theory
-    from simulate.scores.trained_claims import trained_summary
 
     prog = "python -m simulate verify"
     parser = CliParser(prog=prog, description="Check every lemma of theory.LEMMAS against the simulator, or, with "
@@ -428,8 +478,8 @@ def main(argv=None) -> int:
             print(convergence.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     with deferred_signals() as pending:  # the two reports are written whole, together
         out.mkdir(parents=True, exist_ok=True)
-        write_atomic(out / "verify.csv", table.to_csv(index=False))
-        write_atomic(out / "verify.md", trained_markdown_report(table, convergence) if trained else to_markdown(table))
+        write_text_atomic(out / "verify.csv", table.to_csv(index=False))
+        write_text_atomic(out / "verify.md", trained_markdown_report(table, convergence) if trained else to_markdown(table))
     print(f"{len(table)} rows in {time.perf_counter() - started:.1f} s -> {out / 'verify.csv'}, {out / 'verify.md'}")
     if pending:
         print(interrupted_line(prog, pending[0], "while the reports were written", f"both are complete in {out}",
@@ -443,11 +493,11 @@ def _exact_law_status(table: pd.DataFrame) -> int:
     import theory
 
     derived = table["id"].map(lambda i: theory.LEMMAS[i].kind in ("exact", "bridge"))
-    approx_off = table[derived & (table["kind"] == "approx") & (table["verdict"] == "violated")]
+    approx_off = table[derived & (table["kind"] == "approx") & (table["verdict"] == Verdict.VIOLATED)]
     if len(approx_off):
         print(f"note: {len(approx_off)} approximate curves of derived lemmas are off by more than "
               f"{APPROX_REL_TOLERANCE:.0%}: {', '.join(sorted(set(approx_off['id'])))}", file=sys.stderr)
-    broken = table[derived & (table["kind"] == "exact") & (table["verdict"] != "holds")]
+    broken = table[derived & (table["kind"] == "exact") & (table["verdict"] != Verdict.HOLDS)]
     if len(broken):
         print(f"{len(broken)} exact-law rows do not hold: {', '.join(sorted(set(broken['id'])))}", file=sys.stderr)
         return 1

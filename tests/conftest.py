@@ -58,6 +58,22 @@ def shared_cache(tmp_path_factory):
         os.environ["DEPTH_WORKBENCH_CACHE"] = previous
 
 
+@pytest.fixture
+def source_copy(tmp_path) -> Path:
+    """The packages' ``.py`` files copied under a temporary directory (a repository of sources only), to edit
+    and digest (:mod:`simulate.runtime.versions`)."""
+    from simulate.runtime.versions import PACKAGES, ROOT
+
+    target = tmp_path / "repo"
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if "__pycache__" not in path.parts:
+                copy = target / path.relative_to(ROOT)
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_bytes(path.read_bytes())
+    return target
+
+
 @pytest.fixture(autouse=True)
 def _seed_everything():
     random.seed(0)

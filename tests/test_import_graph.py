@@ -1,4 +1,5 @@
-"""The import graph of theory, simulate and paper_figs: no cycles; theory imports neither torch nor simulate.
+"""The import graph of theory, simulate and paper_figs: no cycles; theory imports neither torch nor simulate; the
+services have an order (``PACKAGE_ORDER``); a lazy facade names the homes of its names where the walker sees them.
 
 Every module is parsed with ``ast`` (no import is executed), by the walker that also finds the
 simulator's sources for its cache key (:func:`simulate.runtime.versions.imported_names`): ``import X``,
@@ -11,7 +12,11 @@ edges too (except into the importer's own packages, which are already running wh
 
 from __future__ import annotations
 
-from simulate.runtime.versions import imported_names, module_files, resolve_module
+import importlib
+
+import pytest
+
+from simulate.runtime.versions import ROOT, import_closure, imported_names, module_files, resolve_module
 
 
 def build_graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
@@ -148,3 +153,81 @@ def test_the_layer_rule_finds_each_kind_of_breach(tmp_path):
     assert any(b.startswith("simulate.engine.stack (engine) imports simulate.cache") for b in breaches), breaches
     assert any(b.startswith("simulate.runtime.lazy (runtime) imports simulate.engine") for b in breaches), breaches
     assert len(breaches) == 3, breaches
+
+
+# The services' order, lowest first: a package imports only packages of lower levels (function-level imports
+# count, as everywhere here). The claims read the training and the scores; the sweeps, the studies, verify
+# and the figures read the claims; the benchmarks time what is below them and nothing imports them.
+PACKAGE_ORDER = (
+    ("theory",),
+    ("simulate.runtime",),
+    ("simulate.engine",),
+    ("simulate.cache", "simulate.naive"),
+    ("simulate",),  # the package's own face (simulate/__init__.py): the engine's entry points and the cache's
+    ("simulate.scaling",),
+    ("simulate.training",),
+    ("simulate.scores",),
+    ("simulate.claims",),
+    ("simulate.compare", "simulate.sweep"),
+    ("simulate.study",),
+    ("simulate.verify", "simulate.bench", "simulate.__main__"),
+    ("paper_figs",),
+)
+
+
+def package_of(module: str) -> str:
+    """``theory``, ``paper_figs``, ``simulate`` (its ``__init__``) or ``simulate.X`` (a subpackage or a module)."""
+    parts = module.split(".")
+    return parts[0] if parts[0] != "simulate" or len(parts) == 1 else ".".join(parts[:2])
+
+
+def package_breaches(modules: dict, order=PACKAGE_ORDER) -> list[str]:
+    """Imports from a package to one not below it in ``order``, and packages ``order`` does not place."""
+    level = {package: i for i, packages in enumerate(order) for package in packages}
+    breaches = sorted({f"{package_of(m)} is in no level of PACKAGE_ORDER" for m in modules
+                       if package_of(m) not in level})
+    for module in modules:
+        source = package_of(module)
+        for target in sorted(_imports(module, modules)):
+            target_package = package_of(target)
+            if source in level and target_package in level and target_package != source \
+                    and level[target_package] >= level[source]:
+                breaches.append(f"{module} imports {target}: {source} (level {level[source]}) may import only "
+                                f"packages below it, not {target_package} (level {level[target_package]})")
+    return breaches
+
+
+def test_the_services_have_an_order():
+    breaches = package_breaches(module_files())
+    assert not breaches, "\n".join(breaches)
+
+
+def test_the_package_order_finds_a_cycle_between_two_services(tmp_path):
+    """Negative control: a sweep and a study importing each other (inside functions) breach the order once,
+    from the lower to the higher; an unplaced package is named."""
+    files = {"simulate/__init__.py": "", "simulate/sweep/__init__.py": "", "simulate/study/__init__.py": "",
+             "simulate/sweep/tasks.py": "def tasks():\n    from simulate.study import point\n",
+             "simulate/study/point.py": "from simulate.sweep import tasks\n",
+             "simulate/extra/__init__.py": "", "theory/__init__.py": "", "paper_figs/__init__.py": ""}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    breaches = package_breaches(module_files(tmp_path))
+    assert any(b.startswith("simulate.sweep.tasks imports simulate.study.point") for b in breaches), breaches
+    assert not any(b.startswith("simulate.study.point imports") for b in breaches), breaches
+    assert "simulate.extra is in no level of PACKAGE_ORDER" in breaches and len(breaches) == 2, breaches
+
+
+LAZY_FACADES = ("simulate", "simulate.engine", "simulate.scores", "simulate.sweep", "simulate.study", "simulate.claims")
+
+
+@pytest.mark.parametrize("facade", LAZY_FACADES)
+def test_a_lazy_facade_shows_the_walker_every_home(facade):
+    """``from simulate.scores import score_run`` reaches ``simulate.scores.runs`` only at run time (its facade
+    loads names on first use): the facade's ``TYPE_CHECKING`` imports put every home in the import closure, so
+    a code version of the importer covers the code it runs (a sweep's scores once missed scores/runs.py)."""
+    homes = set(importlib.import_module(facade)._HOMES.values())
+    modules = module_files()
+    closure = set(import_closure([facade]))
+    missing = sorted(home for home in homes if str(modules[home].relative_to(ROOT)) not in closure)
+    assert not missing, f"{facade} loads {missing} on first use but its import closure leaves them out"

@@ -23,8 +23,9 @@ from typing import Sequence
 import sympy as sp
 from tqdm import tqdm
 
-from theory.cli import (CliParser, add_progress_argument, atomic_write, estimated_size, fail, format_bytes, output_path,
+from theory.cli import (CliParser, add_progress_argument, estimated_size, fail, format_bytes, output_path,
                         progress_enabled, table_format, write_table)
+from theory.files import atomic_write
 from theory.layer_selection import LAYERS_ALLOWED, LayerSelection, layer_selection_type, rows_at_layers
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 from theory.symbolic.lemmas import LEMMAS, Lemma

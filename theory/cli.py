@@ -9,7 +9,6 @@ import argparse
 import io
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Callable, NoReturn
 
@@ -20,7 +19,7 @@ from theory.constraints import Integer
 if TYPE_CHECKING:  # pandas is imported where a table is written, not by every command line
     import pandas
 
-__all__ = ["CliParser", "fail", "atomic_write", "output_path", "write_csv", "write_table", "table_format",
+__all__ = ["CliParser", "fail", "output_path", "write_csv", "write_table", "table_format",
            "estimated_size", "format_bytes", "markdown_table", "add_progress_argument", "progress_enabled"]
 
 
@@ -67,31 +66,6 @@ def add_progress_argument(parser: argparse.ArgumentParser) -> None:
 def progress_enabled(choice: bool | None) -> bool:
     """The value of ``--progress/--no-progress``, else whether stderr is a terminal."""
     return sys.stderr.isatty() if choice is None else bool(choice)
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[str], object]) -> Path:
-    """Create ``path`` all at once: ``write(temp_path)`` fills a temporary file beside it,
-    which then replaces ``path`` (``os.replace``), so no reader sees half a file and a
-    failure leaves nothing behind.
-
-    >>> import tempfile, pathlib
-    >>> target = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
-    >>> atomic_write(target, lambda temp: pathlib.Path(temp).write_text("done")).read_text()
-    'done'
-    """
-    path = Path(path)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(handle)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        write(temp)
-        os.chmod(temp, 0o666 & ~umask)  # mkstemp's 0600 -> the permissions of an ordinary new file
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def output_path(prog: str, text: str, *, directory: bool) -> Path:

@@ -41,6 +41,8 @@ into ``DIR/scaling.csv``. Each of our runs is timed as the best of ``--repeat`` 
 
 The package: :mod:`~simulate.bench.cases` (the rows), :mod:`~simulate.bench.timing` (running and
 timing a row, the statistical checks), :mod:`~simulate.bench.cli` (the command line);
-``--train`` is the trainer's bench (:mod:`simulate.training.speed`), ``--scaling``
-:mod:`simulate.scaling`.
+``--train`` is the trainer's bench (:mod:`simulate.bench.training`; with ``--batches``
+:mod:`simulate.bench.batches`), ``--sweep`` the sweep engines' (:mod:`simulate.bench.sweep`),
+``--scaling`` :mod:`simulate.scaling`. Every benchmark of the workbench lives here: the
+services it times import nothing of it.
 """

@@ -1,5 +1,5 @@
 """``python -m simulate bench [--quick] [--device] [--out DIR] [--no-ablate] [--repeat N] [--scaling] [--train]
-[--batches B,B,... [--layouts 1x2,2x1]]``.
+[--batches B,B,... [--layouts 1x2,2x1]] [--sweep [--workers N]]``.
 
 Writes ``DIR/bench.csv`` and ``DIR/bench_checks.csv`` (:mod:`simulate.bench`); exit 1 when the
 statistics of ours and the reference disagree by more than :data:`Z_FAIL` standard errors.
@@ -16,8 +16,8 @@ import torch
 
 from simulate.bench.cases import Case, cases, simulate_function
 from simulate.bench.timing import COLUMNS, throughput_line, pair_lines, run_cases
-from simulate.cache import write_atomic
 from theory.cli import CliParser, add_progress_argument, fail, int_at_least, output_path, progress_enabled
+from theory.files import write_text_atomic
 from theory.setting import SettingError
 
 __all__ = ["PROG", "Z_FAIL", "build_parser", "main"]
@@ -39,6 +39,11 @@ def build_parser() -> CliParser:
                         help="also time depth/width/tokens/samples sweeps at small sizes into DIR/scaling.csv")
     parser.add_argument("--threads", type=int_at_least(1), default=None,
                         help="torch CPU threads (default: as set; on a busy machine 1 avoids oversubscription)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="only the sweep engines: 16 Monte-Carlo points serial vs the local pool, and Ray's "
+                             "per-point overhead -> DIR/bench_sweep.csv")
+    parser.add_argument("--workers", type=int_at_least(1), default=None, metavar="N",
+                        help="with --sweep: processes of the local engine (default: one per core)")
     parser.add_argument("--train", action="store_true",
                         help="only the trainer with statistics against a plain training loop -> DIR/bench_train.csv")
     parser.add_argument("--batches", type=_batch_sizes, default=None, metavar="B,B,...",
@@ -57,8 +62,8 @@ def _batch_sizes(text: str) -> tuple[int, ...]:
 
 
 def _layouts(text: str) -> tuple[str, ...]:
-    """``--layouts``: a comma list of :data:`simulate.training.batch_bench.LAYOUTS` (argparse type)."""
-    from simulate.training.batch_bench import LAYOUTS
+    """``--layouts``: a comma list of :data:`simulate.bench.batches.LAYOUTS` (argparse type)."""
+    from simulate.bench.batches import LAYOUTS
 
     words = tuple(word.strip() for word in text.split(","))
     if unknown := [word for word in words if word not in LAYOUTS]:
@@ -67,12 +72,12 @@ def _layouts(text: str) -> tuple[str, ...]:
 
 
 def _run_batch_bench(out, args) -> int:
-    """``bench --train --batches``: the rows of :func:`simulate.training.batch_bench.bench_batches`, written and printed."""
-    from simulate.training.batch_bench import LAYOUTS, bench_batches
+    """``bench --train --batches``: the rows of :func:`simulate.bench.batches.bench_batches`, written and printed."""
+    from simulate.bench.batches import LAYOUTS, bench_batches
 
     table = bench_batches(args.batches, args.layouts or tuple(LAYOUTS), quick=args.quick)
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "bench_batches.csv", table.to_csv(index=False))
+    write_text_atomic(out / "bench_batches.csv", table.to_csv(index=False))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"wrote {out / 'bench_batches.csv'}")
     return 0
@@ -107,12 +112,18 @@ def main(argv: list[str] | None = None) -> int:
         fail(PROG, "--batches and --layouts are allowed only with --train (they time the trainer)")
     if args.layouts and not args.batches:
         fail(PROG, "--layouts is allowed only with --batches (the layouts of the batch-size rows)")
+    if args.workers is not None and not args.sweep:
+        fail(PROG, "--workers is allowed only with --sweep (the local engine's processes)")
+    if args.sweep:
+        from simulate.bench.sweep import run_sweep_bench
+
+        return run_sweep_bench(out, args.workers)
     if args.batches:
         if device.type != "cpu":
             fail(PROG, f"--batches is allowed only on the CPU (thread layouts); --device {args.device} gave {device.type}")
         return _run_batch_bench(out, args)
-    if args.train:  # the trainer's row (simulate.training.speed) instead of the simulator's
-        from simulate.training.speed import run_train_bench
+    if args.train:  # the trainer's row (simulate.bench.training) instead of the simulator's
+        from simulate.bench.training import run_train_bench
 
         return run_train_bench(out, device, args.quick, args.threads)
     try:
@@ -132,10 +143,10 @@ def main(argv: list[str] | None = None) -> int:
 
         scaling = run_scaling(device, quick=args.quick)
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "bench.csv", bench[COLUMNS].to_csv(index=False))
-    write_atomic(out / "bench_checks.csv", checks.to_csv(index=False))
+    write_text_atomic(out / "bench.csv", bench[COLUMNS].to_csv(index=False))
+    write_text_atomic(out / "bench_checks.csv", checks.to_csv(index=False))
     if scaling is not None:
-        write_atomic(out / "scaling.csv", scaling.to_csv(index=False))
+        write_text_atomic(out / "scaling.csv", scaling.to_csv(index=False))
         print(scaling.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(bench.to_string(index=False, float_format=lambda v: f"{v:.4g}"))

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # never run; it shows the face's modules to type checkers and
 
 _NAMES = {
     "simulate.engine.stack": ("simulate", "NumericalBlowUp", "SimulationInterrupted", "resolve_device",
-                              "resolve_dtype", "check_precision", "stream_states"),
+                              "resolve_dtype", "check_precision", "matmul_precision_context", "stream_states"),
     "simulate.engine.metrics": ("METRICS", "parse_metrics", "metrics_of_block", "angular", "kurtosis", "moments",
                                 "norm_ratio", "rms_per_element", "stream_var", "token_cos"),
     "simulate.engine.tables": ("COLUMNS", "CONFIDENCE", "Z_CONFIDENCE", "table_from_stats", "summarise",

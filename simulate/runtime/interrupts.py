@@ -3,7 +3,7 @@
 A long command (``simulate run``, ``verify``, ``train``, ``sweep``) wraps its work in
 :func:`handle_signals`: SIGINT (Ctrl-C) and SIGTERM then both raise :class:`Interrupted`,
 a :class:`KeyboardInterrupt` that carries the signal number, so every ``finally`` and every
-:func:`theory.cli.atomic_write` clean-up runs (an unhandled SIGTERM would end the process
+:func:`theory.files.atomic_write` clean-up runs (an unhandled SIGTERM would end the process
 with temporary files left behind). What the command has measured is written inside
 :func:`deferred_signals`, where a further signal waits until the files are complete. The
 command then prints one line (:func:`interrupted_line`) and returns

@@ -11,6 +11,8 @@ is imported). Imports nothing heavy.
 (16, True)
 >>> import_closure(["simulate.engine.noise"])
 ['simulate/engine/noise.py']
+>>> closure_version("simulate.engine.noise") == source_digest(["simulate/engine/noise.py"])
+True
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 __all__ = ["ROOT", "PACKAGES", "source_digest", "module_files", "imported_names", "resolve_module",
-           "import_closure"]
+           "import_closure", "closure_version"]
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository root
 PACKAGES = ("theory", "simulate", "paper_figs")  # the packages of the repository
@@ -116,3 +118,11 @@ def import_closure(entries, root: Path = ROOT) -> list[str]:
         targets = (resolve_module(name, modules) for name in imported_names(module, modules[module], modules))
         todo.extend(target for target in targets if target is not None)
     return sorted(str(modules[module].relative_to(root)) for module in seen)
+
+
+def closure_version(*entries: str, root: Path = ROOT) -> str:
+    """The code version of what the modules ``entries`` compute: :func:`source_digest` of their
+    :func:`import_closure` (of the sources under ``root``). Every code version of the workbench is one of
+    these (the simulator's cache, the trainer, the scores, each sweep task), so a change to any source a
+    result depends on is a new version and a change elsewhere (a verdict's wording) is not."""
+    return source_digest(import_closure(entries, root), root=root)

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from simulate.scores.compute import ROW_SCORES, SCORE_GROUPS, ScoreOptions, parse_scores
-from theory.cli import CliParser, add_progress_argument, atomic_write, fail, int_at_least, output_path
+from theory.cli import CliParser, add_progress_argument, fail, int_at_least, output_path
+from theory.files import atomic_write
 
 __all__ = ["PROG", "build_parser", "main"]
 
@@ -75,7 +76,8 @@ def _write(out: Path, scores, pairs, summary: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m simulate scores``; returns the exit code."""
     from simulate.scores.hf import HFError, is_hf_directory, score_hf
-    from simulate.scores.runs import RunError, read_run_config, score_run
+    from simulate.scores.runs import score_run
+    from simulate.training.run_directory import RunDirectory, RunError
     from simulate.engine import resolve_device
 
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--at-init is not allowed for a Hugging Face directory: give a directory with its "
                              "config.json only for a random-init model")
         if not hugging_face:
-            read_run_config(args.run)
+            RunDirectory(args.run).config  # noqa: B018 (RunError for a directory that is no run)
             if args.tokens is not None:
                 raise ValueError("--tokens is not allowed for a training run: it is scored at its Setting's tokens")
     except (RunError, ValueError) as error:

@@ -200,20 +200,21 @@ def export_llama(model, out_dir) -> Path:
     """Write ``model`` (:class:`~simulate.training.model.CausalLM`) as a LLaMA checkpoint directory."""
     from safetensors.torch import save_file
 
-    from theory.cli import atomic_write
+    from theory.files import atomic_write, write_text_atomic
 
     tensors = llama_tensors(model)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "model.safetensors", lambda temp: save_file(tensors, temp, metadata={"format": "pt"}))
     config = json.dumps(llama_config(model.setting), indent=2, sort_keys=True) + "\n"
-    atomic_write(out / "config.json", lambda temp: Path(temp).write_text(config))
+    write_text_atomic(out / "config.json", config)
     return out
 
 
 def main(argv=None) -> int:
     """``python -m simulate.scores.hf export RUN_DIR OUT_DIR``: a training run as a LLaMA checkpoint."""
-    from simulate.scores.runs import RunError, load_run_model
+    from simulate.scores.runs import load_run_model
+    from simulate.training.run_directory import RunError
     from theory.cli import CliParser, fail, output_path
 
     prog = "python -m simulate.scores.hf"

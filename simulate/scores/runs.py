@@ -1,45 +1,31 @@
-"""A training run's directory as a model to score: checks, loading, the held-out text, :func:`score_run`.
+"""A training run's model to score: loading, the held-out text, :func:`score_run`, the scores' code version.
 
-A run directory (``python -m simulate train --out DIR``) holds ``config.json`` (the
-Setting under ``setting``, the training options under ``train``) and
-``model.safetensors``. :func:`load_run_model` rebuilds the :class:`CausalLM` of the
-Setting with the run's seed (that is exactly the model at step 0) and, unless
-``at_init``, loads the checkpoint into it, checking every tensor's name and shape first.
-Anything unusable raises :class:`RunError` whose message is one line naming the file.
+A run directory (:class:`simulate.training.run_directory.RunDirectory`) holds the Setting and
+the training options, and the trained model. :func:`load_run_model` rebuilds the
+:class:`CausalLM` of the Setting with the run's seed (that is exactly the model at step 0)
+and, unless ``at_init``, loads the trained model into it, checking every tensor's name and
+shape first. Anything unusable raises :class:`~simulate.training.run_directory.RunError`
+whose message is one line naming the file. :func:`scores_version` is the code version of
+what a score computes: this module's import closure (the scores, the model, the corpus).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
+from simulate.runtime.versions import closure_version
 from simulate.scores.compute import ScoreOptions, compute_scores, held_out_batches, SCORE_GROUPS
 from simulate.scores.model import stack_of
+from simulate.training.run_directory import RunDirectory, RunError
 
-__all__ = ["RunError", "read_run_config", "load_run_model", "score_run"]
-
-
-class RunError(ValueError):
-    """A run directory or its checkpoint cannot be scored (one-line message naming it)."""
+__all__ = ["load_run_model", "score_run", "scores_version"]
 
 
-def read_run_config(run_dir) -> tuple[dict, object]:
-    """``(config dict, Setting)`` of a run directory, or :class:`RunError`."""
-    from theory.setting import Setting, SettingError
-
-    run = Path(run_dir)
-    if not run.is_dir():
-        raise RunError(f"run directory {str(run)!r} is not allowed: no such directory")
-    path = run / "config.json"
-    if not path.is_file():
-        raise RunError(f"run directory {str(run)!r} is not allowed: no config.json (not a training run)")
-    try:
-        config = json.loads(path.read_text())
-        setting = Setting.from_dict(config["setting"])
-    except (json.JSONDecodeError, KeyError, TypeError, SettingError) as error:
-        raise RunError(f"{path} is not allowed: not the config.json of a training run ({error})") from None
-    return config, setting
+def scores_version() -> str:
+    """The code version of a run's scores: this module's import closure (the scores, the model, the corpus;
+    :func:`simulate.runtime.versions.closure_version`)."""
+    return closure_version(__name__)
 
 
 def _check_tensors(path: Path, tensors: dict, model) -> None:
@@ -62,25 +48,24 @@ def load_run_model(run_dir, at_init: bool = False, device="cpu"):
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from simulate.training.checkpoint import MODEL
     from simulate.training.model import CausalLM
 
-    config, setting = read_run_config(run_dir)
-    train = config.get("train", {})
-    model = CausalLM(setting, seed=int(train.get("seed", 0)), moe_lns_top_k=bool(train.get("moe_lns_top_k", False)))
+    run = RunDirectory(run_dir)
+    config, setting = run.config, run.setting
+    model = CausalLM(setting, seed=run.seed, moe_lns_top_k=bool(run.train_options.get("moe_lns_top_k", False)))
     step = 0
     if not at_init:
-        path = Path(run_dir) / MODEL
+        path = run.model_path
         if not path.is_file():
-            raise RunError(f"run directory {str(run_dir)!r} is not allowed: no checkpoint {MODEL} (train it to the "
-                           "end, or score the model at step 0 with --at-init)")
+            raise RunError(f"run directory {str(run_dir)!r} is not allowed: no checkpoint {path.name} (train it to "
+                           "the end, or score the model at step 0 with --at-init)")
         try:
             tensors = load_file(str(path))
         except (SafetensorError, OSError) as error:
             raise RunError(f"checkpoint {path} is not allowed: not a safetensors file ({error})") from None
         _check_tensors(path, tensors, model)
         model.load_state_dict(tensors)
-        step = int(config.get("step", train.get("steps", 0)))
+        step = run.last_step
     model.requires_grad_(False)
     return model.eval().to(device), setting, config, step
 

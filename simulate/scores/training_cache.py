@@ -60,24 +60,23 @@ def training_code_version() -> str:
 def cached_training(setting, *, steps: int, batch: int, log_every: int, seed: int = 0, data: str = "docs",
                     progress: bool = False) -> Path:
     """The run directory of ``setting`` trained with these options (trained now if not cached)."""
+    import torch
+
     from simulate.cache import cache_dir
-    from simulate.training.data import load_corpus
-    from simulate.training.loop import Trainer, TrainConfig
+    from simulate.training.loop import TrainConfig
+    from simulate.training.run_directory import RunDirectory, train_into
 
     config = TrainConfig(steps=steps, batch=batch, log_every=log_every, seed=seed, data=data)
     payload = {"setting": setting.to_dict(), "train": config.to_dict(), "code": training_code_version()}
     key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
     entry = cache_dir() / "train" / key
-    if (entry / "config.json").is_file() and json.loads((entry / "config.json").read_text()).get("status") == "done":
+    if RunDirectory(entry).finished:
         return entry
     entry.parent.mkdir(parents=True, exist_ok=True)
     temp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=entry.parent))
     try:
-        import torch
-
-        trainer = Trainer(setting, config, load_corpus(data, setting.tokens), torch.device("cpu"), temp,
-                          header={"command": ["cached_training"]}, progress=progress)
-        trainer.run()
+        train_into(temp, setting, config, torch.device("cpu"), header={"command": ["cached_training"]},
+                   progress=progress)
         try:
             temp.rename(entry)
         except OSError:  # another process finished the same run first: keep theirs
@@ -121,18 +120,18 @@ def cached_scores(run, *, at_init: bool, groups, options) -> tuple:
     import pandas as pd
 
     from simulate.cache import cache_dir
-    from simulate.scores.runs import score_run
-    from theory.cli import atomic_write
+    from simulate.scores.runs import score_run, scores_version
+    from simulate.training.run_directory import RunDirectory
+    from theory.files import atomic_write
 
-    run = Path(run)
-    digest = hashlib.sha256((run / "config.json").read_bytes() if at_init else (run / "model.safetensors").read_bytes())
-    digest.update(json.dumps([at_init, list(groups), repr(options)]).encode())
-    for name in ("definitions.py", "jacobian.py", "model.py", "compute.py", "stack.py"):
-        digest.update((Path(__file__).parent / name).read_bytes())
+    run = RunDirectory(run)
+    digest = hashlib.sha256(json.dumps(run.config, sort_keys=True).encode() if at_init else
+                            run.model_path.read_bytes())
+    digest.update(json.dumps([at_init, list(groups), repr(options), scores_version()]).encode())
     entry = cache_dir() / "scores" / digest.hexdigest()[:32]
     if (entry / "scores.csv").is_file() and (entry / "pairs.csv").is_file():
         return pd.read_csv(entry / "scores.csv"), pd.read_csv(entry / "pairs.csv")
-    scores, pairs, _ = score_run(run, tuple(groups), options, at_init=at_init, device="cpu", progress=False)
+    scores, pairs, _ = score_run(run.path, tuple(groups), options, at_init=at_init, device="cpu", progress=False)
     entry.mkdir(parents=True, exist_ok=True)
     atomic_write(entry / "pairs.csv", lambda temp: pairs.to_csv(temp, index=False))
     atomic_write(entry / "scores.csv", lambda temp: scores.to_csv(temp, index=False))

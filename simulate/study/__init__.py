@@ -3,9 +3,9 @@
 ``python -m simulate study SPEC.toml ... --out DIR`` (:mod:`simulate.study.cli`). Modules:
 :mod:`~simulate.study.spec` (the spec: a sweep of task ``study`` plus its trend axes and
 claims), :mod:`~simulate.study.point` (what one model computes), :mod:`~simulate.study.runner`
-(each distinct model once, resumable), :mod:`~simulate.study.claims` (the papers' claims),
-:mod:`~simulate.study.statistics` (per-model statistics), :mod:`~simulate.study.trends`
-(levels, slopes, crossings, verdicts), :mod:`~simulate.study.report` (the files),
+(each distinct model once, resumable), :mod:`~simulate.study.point_table` (a point's long table
+as the claims' evidence), :mod:`~simulate.study.analysis` (the models read back, judged along the
+axes by :mod:`simulate.claims`), :mod:`~simulate.study.report` (the files),
 :mod:`~simulate.study.export` and :mod:`~simulate.study.provenance` (a copy to commit and its
 README). Formats: docs/formats.md; the recipe and the atlas: docs/studies.md.
 
@@ -14,7 +14,13 @@ Names are loaded on first use (importing the package imports no torch).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from simulate.runtime.lazy import lazy_exports
+
+if TYPE_CHECKING:  # never run; it shows the homes of the names below to type checkers and to the source walker
+    # of simulate.runtime.versions.import_closure (code versions, the import-graph tests)
+    from simulate.study import report, runner, spec  # noqa: F401
 
 __all__ = ["Study", "StudyError", "load_study", "parse_study", "run_studies", "write_reports", "read_study"]
 

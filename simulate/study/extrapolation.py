@@ -36,7 +36,7 @@ of the deepest ones without using them: per held-out model, the error of
 the fitted models of the deepest fitted depth say how well the law fits its own data. The bridge
 predicts the mean square; ``var`` differs from it by the token-mean term (docs/trained.md),
 which is part of the error reported. At the papers' sizes (:func:`paper_predictions`) the
-profile's growth class is that of :func:`simulate.scores.growth_claims.growth_summary`, with
+profile's growth class is that of :func:`simulate.claims.growth.growth_summary`, with
 the fitting models' mean embedding variance as layer 0.
 
 >>> import numpy as np
@@ -56,7 +56,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulate.scores.growth_claims import describe_growth, growth_summary, t_interval
+from simulate.claims import describe_growth, growth_summary, t_interval
+from simulate.study.point_table import last_step_layers
 from theory.meanfield.bridge import bridge_profile
 
 __all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw", "GrowthLaw", "LawError",
@@ -120,9 +121,7 @@ def bridge_samples(models) -> pd.DataFrame:
     for model in models:
         if model.status != "ok":
             continue
-        layers = model.table[model.table["table"] == "layers"]
-        last = layers[layers["step"] == layers["step"].max()]
-        wide = last.pivot_table(index="layer", columns="name", values="value")  # (L+1, metrics)
+        wide = last_step_layers(model.table)  # (L+1, metrics)
         var = wide["var"].to_numpy(float)  # (L+1,)
         setting = model.point.setting
         for layer in range(1, setting.depth + 1):
@@ -276,6 +275,6 @@ def paper_predictions(law: BridgeLaw | GrowthLaw, sizes=PAPER_SIZES) -> pd.DataF
                          "description": f"the law's variance leaves float64 at block {first}"})
             continue
         summary = growth_summary(np.concatenate([[law.embedding_var], profile]))  # layers 0..L
-        rows.append({**row, "growth_class": summary.label, "exponent": summary.exponent[0],
-                     "rate": summary.rate[0], "description": describe_growth(summary)})
+        rows.append({**row, "growth_class": summary.label, "exponent": summary.exponent.estimate,
+                     "rate": summary.rate.estimate, "description": describe_growth(summary)})
     return pd.DataFrame(rows)

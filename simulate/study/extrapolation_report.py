@@ -17,7 +17,6 @@ deepest fitted depth, ``paper`` for the extrapolations).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +25,8 @@ import pandas as pd
 from simulate.study.analysis import distinct_models
 from simulate.study.extrapolation import (LawError, bridge_samples, extrapolation_test, fit_growth_law, fit_law,
                                           paper_predictions)
-from theory.cli import atomic_write, markdown_table
+from theory.cli import markdown_table
+from theory.files import atomic_write, write_text_atomic
 
 __all__ = ["LAWS", "recipe_models", "write_extrapolation"]
 
@@ -64,11 +64,6 @@ def _held_out_depth(depth_study, models, keys: set) -> tuple[int, int]:
     return (tested[0] if tested else planned), planned
 
 
-def _interval(estimate) -> str:
-    mean, low, high = estimate
-    return f"{mean:.3g} [{low:.3g}, {high:.3g}]" if math.isfinite(low) else f"{mean:.3g}"
-
-
 def _formula(terms, values) -> str:
     return " + ".join(f"{v:.3g} {t}" for t, v in zip(terms, values))
 
@@ -99,10 +94,10 @@ def _law_section(samples, held_out: int, law_name: str, fit) -> tuple[list[str],
         if not len(table):
             continue
         intervals = result[kind]
-        rows += [{"kind": kind, "name": name, "value": estimate[0], "low": estimate[1], "high": estimate[2],
+        rows += [{"kind": kind, "name": name, "value": estimate.estimate, "low": estimate.low, "high": estimate.high,
                   "detail": f"L={depth}, {len(table)} models"} for name, estimate in intervals.items()]
-        lines += [f"{label}: log(predicted var_L / measured) = {_interval(intervals['last_log_error'])}; mean "
-                  f"over layers of |log ratio| = {_interval(intervals['mean_abs_log_error'])} (95 % t intervals "
+        lines += [f"{label}: log(predicted var_L / measured) = {intervals['last_log_error'].format()}; mean "
+                  f"over layers of |log ratio| = {intervals['mean_abs_log_error'].format()} (95 % t intervals "
                   "over models).", "", markdown_table(table), ""]
     papers = paper_predictions(law)
     rows += [{"kind": "paper", "name": r.model, "value": r.exponent if r.growth_class == "polynomial" else r.rate,
@@ -147,4 +142,4 @@ def write_extrapolation(studies, out) -> Path | None:
     table = pd.DataFrame(rows, columns=["scheme", "law", "kind", "name", "value", "low", "high", "detail"])
     out = Path(out)
     atomic_write(out / "extrapolation.csv", lambda temp: table.to_csv(temp, index=False))
-    return atomic_write(out / "extrapolation.md", lambda temp: Path(temp).write_text("\n".join(lines) + "\n"))
+    return write_text_atomic(out / "extrapolation.md", "\n".join(lines) + "\n")

@@ -1,6 +1,7 @@
 """What one point of a study computes: a training, the scores of its model, one long table of both.
 
-A study point is a sweep point of task ``study`` (:data:`simulate.sweep.tasks.TASKS`): the
+A study point is a sweep point of task ``study`` (:data:`STUDY`, which this module registers
+with the sweep's tasks, :func:`simulate.sweep.outcome.register_task`): the
 point's Setting trained with its seed (:class:`simulate.training.Trainer`), then every
 selected score of the trained model (:func:`simulate.scores.score_run`), nothing more: the
 model is trained once and scored from the weights it ends with. The run directory is the
@@ -37,7 +38,6 @@ because a study's key leaves it out).
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import time
 from contextlib import contextmanager
@@ -45,10 +45,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulate.sweep.outcome import Outcome, PointFailed, merge_options
-from simulate.sweep.training_tasks import SCORES_DEFAULTS, check_scores_options, scores_version
+from simulate.sweep.outcome import Outcome, PointFailed, Task, merge_options, register_task
+from simulate.sweep.training_tasks import SCORES_DEFAULTS, check_scores_options, check_train_setting
 
-__all__ = ["STUDY_DEFAULTS", "RAW_COLUMNS", "RAW_TABLES", "check_options", "run_point", "raw_table", "version"]
+__all__ = ["STUDY_DEFAULTS", "RAW_COLUMNS", "RAW_TABLES", "STUDY", "check_options", "run_point", "raw_table",
+           "version"]
 
 STUDY_DEFAULTS = {**SCORES_DEFAULTS, "steps": 1600, "data": "stdlib", "log_every": 100, "clip": 1.0,
                   "scores": "all", "pairs": "all"}
@@ -69,8 +70,9 @@ def check_options(options: dict) -> dict:
 
 
 def version() -> str:
-    """The code version of a study point: the trainer's and the scores' sources (:func:`scores_version`)."""
-    return scores_version()
+    """The code version of a study point: the import closure of this module (the trainer's and the scores'
+    sources; :meth:`simulate.sweep.outcome.Task.code_version`)."""
+    return STUDY.code_version()
 
 
 @contextmanager
@@ -85,35 +87,12 @@ def _run_directory(point):
         yield Path(temp)
 
 
-def _saved_config(run: Path) -> dict | None:
-    try:
-        return json.loads((run / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _train(point, run: Path, device) -> float:
-    """Train the point into ``run`` (resuming a checkpoint of the same code; a finished run is kept); seconds."""
+    """Train the point into ``run`` (:func:`simulate.training.run_directory.train_into`); seconds."""
     from simulate.sweep.training_tasks import train_config
-    from simulate.training import Trainer, load_corpus
-    from simulate.training.checkpoint import CHECKPOINT, checkpoint_step
-    from simulate.training.loop import code_version
+    from simulate.training.run_directory import train_into
 
-    saved = _saved_config(run)
-    if saved is not None and saved.get("code") != code_version():
-        shutil.rmtree(run)  # another version of the code: start again
-        run.mkdir(parents=True)
-        saved = None
-    if saved is not None and saved.get("status") == "done":
-        return float(saved.get("seconds", 0.0))
-    config = train_config(point.options, point.seed)
-    trainer = Trainer(point.setting, config, load_corpus(config.data, point.setting.tokens), device, run,
-                      header={"point": point.key})
-    if saved is not None and checkpoint_step(run) is not None:
-        trainer.resume()
-    trainer.run()
-    (run / CHECKPOINT).unlink(missing_ok=True)  # done: model.safetensors is what the scores read
-    return trainer.seconds
+    return train_into(run, point.setting, train_config(point.options, point.seed), device, header={"point": point.key})
 
 
 def _score(point, run: Path, device) -> tuple[pd.DataFrame, pd.DataFrame, float]:
@@ -139,11 +118,14 @@ def _score(point, run: Path, device) -> tuple[pd.DataFrame, pd.DataFrame, float]
 
 def raw_table(run: Path, scores: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
     """The point's long table (module docstring) from a run directory and its scores."""
+    from simulate.training.run_directory import RunDirectory
+
+    directory = RunDirectory(run)
     parts = []
-    loss = pd.read_csv(run / "loss.csv")
+    loss = directory.loss()
     parts.append(pd.DataFrame({"table": "loss", "step": loss["step"], "layer": -1, "other": -1,
                                "name": loss["split"], "value": loss["loss"], "sem": float("nan")}))
-    layers = pd.read_csv(run / "train_layers.csv")
+    layers = directory.layers()
     parts.append(pd.DataFrame({"table": "layers", "step": layers["step"], "layer": layers["layer"], "other": -1,
                                "name": layers["metric"], "value": layers["mean"], "sem": layers["sem"]}))
     last = int(loss["step"].max())
@@ -159,7 +141,9 @@ def raw_table(run: Path, scores: pd.DataFrame | None = None, pairs: pd.DataFrame
 
 
 def _headline(run: Path, table: pd.DataFrame, train_s: float, score_s: float) -> dict:
-    config = _saved_config(run) or {}
+    from simulate.training.run_directory import RunDirectory
+
+    config = RunDirectory(run).saved_config or {}
     loss = table[table["table"] == "loss"]
     train = loss[loss["name"] == "train"].sort_values("step")["value"]
     scored = table[(table["table"] == "scores") & (table["name"] == "loss")]["value"]
@@ -184,3 +168,6 @@ def run_point(point) -> Outcome:
         scores, pairs, score_s = _score(point, run, device)
         table = raw_table(run, scores, pairs)
         return Outcome(table, _headline(run, table, train_s, score_s), device.type)
+
+
+STUDY = register_task(Task("study", True, check_options, run_point, check_train_setting, versioned=False))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from simulate.study.analysis import distinct_models
 from simulate.study.tuning import planned_points
-from theory.cli import atomic_write
+from theory.files import atomic_write
 
 __all__ = ["README", "results_readme", "write_results_readme"]
 

@@ -4,7 +4,7 @@ The tables are those of :mod:`simulate.study.analysis` (columns: docs/formats.md
 "study"); ``study.md`` is what a reader wants first: how the study was made (command, code
 versions, dates, how many models ran, failed or are pending, warnings), the trend table, each
 claim's statistic per cell with its interval, and for a study of two axes the phase diagram
-of the trained growth class. Every file is written whole (:func:`theory.cli.atomic_write`);
+of the trained growth class. Every file is written whole (:func:`theory.files.atomic_write`);
 :func:`read_study` reads them back (figures and notebooks read nothing else).
 
 A model that saw its corpus more than :data:`EPOCH_WARNING` times is named in a warning:
@@ -13,15 +13,15 @@ it may have overfitted its training text.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from simulate.claims import CLAIMS, Interval, Kind
 from simulate.study.analysis import levels_table, load_models, points_table, trends_table
-from simulate.study.claims import CLAIMS
-from theory.cli import atomic_write, markdown_table
+from theory.cli import markdown_table
+from theory.files import atomic_write, write_text_atomic
 
 __all__ = ["EPOCH_WARNING", "REPORT_FILES", "Written", "StudyResults", "write_reports", "read_study",
            "study_markdown"]
@@ -61,12 +61,8 @@ def _warnings(points: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _interval(mean, low, high, digits: int = 3) -> str:
-    if not math.isfinite(mean):
-        return ""
-    if math.isfinite(low) and math.isfinite(high):
-        return f"{mean:.{digits}g} [{low:.{digits}g}, {high:.{digits}g}]"
-    return f"{mean:.{digits}g}"
+def _interval(mean, low, high, spec: str = ".3g") -> str:
+    return Interval(mean, low, high).format(spec)
 
 
 def _header(study, points: pd.DataFrame, command: str) -> list[str]:
@@ -126,8 +122,8 @@ def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[st
         claim = CLAIMS[name]
         rows = levels[levels["claim"] == name] if not levels.empty else levels
         lines += ["", f"### `{name}`: {claim.statement}", "", f"Source: {claim.source}. Statistic `{claim.statistic}`"
-                  f" on {' minus '.join(claim.schemes)}" + (f"; claimed sign {'> 0' if claim.sign > 0 else '< 0'}"
-                                                           if claim.sign is not None else "") + "."]
+                  f" on {claim.describe_sides}" + (f"; claimed sign {'> 0' if claim.sign > 0 else '< 0'}"
+                                                   if claim.sign is not None else "") + "."]
         if len(rows):
             table = rows[fields + ["statistic", "n"]].copy()
             table["mean [95% CI]"] = [_interval(r.mean, r.low, r.high) for r in rows.itertuples()]
@@ -150,16 +146,16 @@ def _phase_section(study, levels: pd.DataFrame) -> list[str]:
         return []
     first, second = study.axes
     lines = ["", f"## Phase diagram: trained growth class over {first} x {second}"]
-    for name in ("p1-lemma-3.2-growth", "p1-lns-growth"):
-        rows = levels[(levels["claim"] == name) & (levels["statistic"] == "var_growth")]
+    for claim in (c for c in CLAIMS.values() if c.kind is Kind.GROWTH):
+        rows = levels[(levels["claim"] == claim.id) & (levels["statistic"] == "var_growth")]
         if rows.empty:
             continue
-        cells = {(r[first], r[second]): f"{r['growth_class']} {_interval(r['mean'], r['low'], r['high'], 2)}"
+        cells = {(r[first], r[second]): f"{r['growth_class']} {_interval(r['mean'], r['low'], r['high'], '.2g')}"
                  for _, r in rows.iterrows()}
         columns = sorted(rows[second].unique())
         table = pd.DataFrame([{first: value, **{f"{second}={c}": cells.get((value, c), "") for c in columns}}
                               for value in sorted(rows[first].unique())])
-        lines += ["", f"{CLAIMS[name].schemes[0]}: class, then the exponent p (polynomial) or the rate r per block "
+        lines += ["", f"{claim.schemes[0]}: class, then the exponent p (polynomial) or the rate r per block "
                       "(exponential) with its interval", "", markdown_table(table)]
     return lines
 
@@ -210,8 +206,7 @@ def write_reports(study, out, command: str | None = None) -> Written:
     atomic_write(folder / "points.parquet", lambda temp: points.to_parquet(temp, index=False))
     atomic_write(folder / "levels.csv", lambda temp: levels.to_csv(temp, index=False))
     atomic_write(folder / "trends.csv", lambda temp: trends.to_csv(temp, index=False))
-    atomic_write(folder / "study.md", lambda temp: Path(temp).write_text(
-        study_markdown(study, points, levels, trends, command, tuning)))
+    write_text_atomic(folder / "study.md", study_markdown(study, points, levels, trends, command, tuning))
     return Written(folder, int((points["status"] == "ok").sum()), len(trends), len(_warnings(points)))
 
 

@@ -27,7 +27,7 @@ from simulate.study.spec import Study, check_names
 from simulate.study.tuning import resolve_studies, tuning_points
 from simulate.sweep import SweepReport, run_sweep
 from simulate.sweep.spec import Sweep
-from theory.cli import atomic_write
+from theory.files import write_text_atomic
 
 __all__ = ["RUNS_DIR", "ORDERS", "union_sweep", "point_cost", "write_specs", "run_studies"]
 
@@ -86,7 +86,7 @@ def write_specs(studies: list[Study], out: Path) -> None:
     for study in studies:
         folder = Path(out) / study.name
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / "spec.toml", lambda temp, text=study.text: Path(temp).write_text(text))
+        write_text_atomic(folder / "spec.toml", study.text)
 
 
 def run_studies(studies: list[Study], out: str | Path, *, engine: str = "local", workers: int | None = None,

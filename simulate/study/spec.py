@@ -53,7 +53,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simulate.study.claims import CLAIMS, applicable_claims
+from simulate.claims.definitions import CLAIMS, applicable_claims
+from simulate.study.point import STUDY_DEFAULTS  # also registers the sweep task "study"
 from simulate.sweep.spec import SPEC_KEYS, SpecError, Sweep, parse_spec, read_spec
 from theory.constraints import Integer, Real
 
@@ -143,9 +144,12 @@ def _claims(table: dict, schemes: tuple[str, ...]) -> tuple[str, ...]:
         return applicable_claims(schemes)
     if not isinstance(claims, list) or not claims or not all(isinstance(c, str) for c in claims):
         raise StudyError(f"study.claims={claims!r} is not allowed: a non-empty list of claim names")
+    allowed = applicable_claims(("pre", "lns"))
     for name in claims:
-        if name not in CLAIMS:
-            raise StudyError(f"study.claims: {name!r} is not a claim: choose from {', '.join(CLAIMS)}")
+        if name not in allowed:
+            raise StudyError(f"study.claims: {name!r} is not a claim a study judges: choose from {', '.join(allowed)}"
+                             + (" (a knob claim compares two runs that differ in one field: verify --trained)"
+                                if name in CLAIMS else ""))
         missing = [s for s in CLAIMS[name].schemes if s not in schemes]
         if missing:
             raise StudyError(f"study.claims: {name!r} needs scheme {missing[0]!r}, which this study does not "
@@ -163,8 +167,6 @@ def _add_axis(data: dict, key: str, name: str, values: list) -> dict:
 
 def _stability(table: dict, data: dict) -> tuple[dict, tuple[int, int] | None]:
     """The spec with ``steps = [round(f N), N]`` swept for ``stability = f`` (module docstring)."""
-    from simulate.study.point import STUDY_DEFAULTS
-
     if "stability" not in table:
         return data, None
     fraction = table["stability"]

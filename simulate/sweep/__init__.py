@@ -6,7 +6,7 @@ hash), :mod:`~simulate.sweep.tasks` (what a point of each task does),
 :mod:`~simulate.sweep.headline` (final values, growth exponent), :mod:`~simulate.sweep.store`
 (the files), :mod:`~simulate.sweep.engines` (inline, process pool, Ray),
 :mod:`~simulate.sweep.runner` (skip what is done, run the rest, rebuild the summary),
-:mod:`~simulate.sweep.plot` (a summary as a picture), :mod:`~simulate.sweep.bench` (engine speed).
+:mod:`~simulate.sweep.plot` (a summary as a picture); the engines' speed: :mod:`simulate.bench.sweep`.
 
 From Python::
 
@@ -20,7 +20,13 @@ point imports) can be imported without the runner and its engines.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from simulate.runtime.lazy import lazy_exports
+
+if TYPE_CHECKING:  # never run; it shows the homes of the names below to type checkers and to the source walker
+    # of simulate.runtime.versions.import_closure (code versions, the import-graph tests)
+    from simulate.sweep import runner, spec, store  # noqa: F401
 
 __all__ = ["read_spec", "load_spec", "parse_spec", "run_sweep", "read_summary", "read_point", "Point", "Sweep",
            "SpecError", "SweepReport"]

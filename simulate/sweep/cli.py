@@ -4,8 +4,8 @@ Validates the whole spec first (a bad field: one line naming the point and the f
 exit 2, nothing written), then runs the points that have no file in ``DIR`` yet and
 rebuilds ``DIR/summary.csv``. An interrupt (SIGINT, SIGTERM; :mod:`simulate.runtime.interrupts`)
 keeps the finished points, prints one line (``interrupted by SIGINT after K of N points;
-...; re-run the same command to finish``) and exits with 130 (143 for SIGTERM). ``--bench`` measures the engines instead
-(:func:`simulate.sweep.bench.sweep_speed`).
+...; re-run the same command to finish``) and exits with 130 (143 for SIGTERM). ``python -m simulate sweep --bench`` is the engines' bench,
+``python -m simulate bench --sweep`` (:mod:`simulate.bench.sweep`).
 """
 
 from __future__ import annotations
@@ -44,8 +44,6 @@ def build_parser() -> CliParser:
                        "(resumable), and DIR/summary.csv. Spec format: README, section Sweeps.")
     parser.add_argument("spec", nargs="?", metavar="SPEC.toml", help="the sweep spec (TOML)")
     add_engine_arguments(parser)
-    parser.add_argument("--bench", action="store_true",
-                        help="measure the engines (16 Monte-Carlo points serial vs local; Ray per-point overhead)")
     return parser
 
 
@@ -134,9 +132,4 @@ def _sweep(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``sweep`` command; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    if args.bench:
-        from simulate.sweep.bench import main as bench_main
-
-        return bench_main(args)
-    return _sweep(args)
+    return _sweep(build_parser().parse_args(argv))

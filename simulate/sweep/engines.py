@@ -27,6 +27,7 @@ two engines give the same numbers (seeded, CPU).
 
 from __future__ import annotations
 
+import importlib
 import os
 import queue
 import signal
@@ -44,7 +45,7 @@ from typing import Iterator
 from simulate.runtime.interrupts import deferred_signals
 from simulate.sweep.spec import Point
 from simulate.sweep.store import encode_point, write_point
-from simulate.sweep.tasks import TASKS, PointFailed
+from simulate.sweep.tasks import TASKS, PointFailed, task_modules
 
 __all__ = ["ENGINES", "WorkerDied", "EngineError", "available_cores", "execute_point", "run_inline", "run_local",
            "run_ray"]
@@ -111,7 +112,14 @@ def run_inline(points, out: Path) -> Iterator[dict]:
         yield _store(point.to_dict(), str(out))
 
 
-def _init_worker(threads: int) -> None:
+def _import_tasks(modules: list[str]) -> None:
+    """Import the home modules of the driver's tasks (:func:`simulate.sweep.tasks.task_modules`): a spawned
+    process knows the sweep's own tasks, and a task another package registers once its module is imported."""
+    for module in modules:
+        importlib.import_module(module)
+
+
+def _init_worker(threads: int, modules: list[str]) -> None:
     import threading
 
     from tqdm import tqdm
@@ -124,6 +132,7 @@ def _init_worker(threads: int) -> None:
     from simulate.runtime.process import configure_process
 
     configure_process()
+    _import_tasks(modules)
 
 
 def _stop_pool(pool: ProcessPoolExecutor, finished: bool) -> None:
@@ -218,7 +227,7 @@ def run_local(points, out: Path, workers: int) -> Iterator[dict]:
         return
     threads = max(1, available_cores() // workers)
     pool = ProcessPoolExecutor(max_workers=workers - 1, mp_context=get_context("spawn"), initializer=_init_worker,
-                               initargs=(threads,))
+                               initargs=(threads, task_modules()))
     finished = False
     try:
         with _torch_threads(threads):
@@ -234,11 +243,12 @@ def run_local(points, out: Path, workers: int) -> Iterator[dict]:
             _stop_pool(pool, finished)
 
 
-def _ray_point(point_data: dict, threads: int) -> tuple[dict, bytes]:
+def _ray_point(point_data: dict, threads: int, modules: list[str]) -> tuple[dict, bytes]:
     os.environ["DEPTH_WORKBENCH_THREADS"] = str(threads)
     import torch
 
     torch.set_num_threads(threads)
+    _import_tasks(modules)
     return execute_point(point_data)
 
 
@@ -274,7 +284,7 @@ def run_ray(points, out: Path, address: str | None, workers: int, lost: list | N
     finished = False
     remote = ray.remote(_ray_point)
     gpus = float(ray.cluster_resources().get("GPU", 0))
-    refs = {remote.options(**_ray_options(p, gpus)).remote(p.to_dict(), 1): p for p in points}
+    refs = {remote.options(**_ray_options(p, gpus)).remote(p.to_dict(), 1, task_modules()): p for p in points}
     pending = list(refs)
     try:
         while pending:

@@ -1,4 +1,11 @@
-"""What every sweep task returns or raises, and the helpers the tasks share (no task logic here).
+"""What a sweep task is (:class:`Task`), the tasks known by name (:data:`TASKS`, :func:`register_task`), what a
+task returns or raises, and the helpers the tasks share (no task logic here).
+
+Each task's home module registers it when it is imported: the sweep's own in
+:mod:`simulate.sweep.simulator_tasks` and :mod:`simulate.sweep.training_tasks` (which
+:mod:`simulate.sweep.tasks` imports), the study's in :mod:`simulate.study.point`. A task's home
+imports only this module of the registry, so its code version (its import closure) holds no
+other task's code.
 
 >>> merge_options({"samples": 4}, {"samples": 8, "seed": 0}, "run")
 {'samples': 4, 'seed': 0}
@@ -6,13 +13,14 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
 
 import pandas as pd
 
-__all__ = ["Outcome", "PointFailed", "merge_options"]
+from simulate.runtime.versions import closure_version
 
-
+__all__ = ["Task", "TASKS", "register_task", "task_modules", "Outcome", "PointFailed", "merge_options"]
 
 class Outcome(NamedTuple):
     """What a finished point gives: its table, its headline numbers and the device it ran on."""
@@ -40,3 +48,56 @@ def merge_options(options: dict, defaults: dict, task: str) -> dict:
         allowed = ", ".join(defaults) or "none (leave [options] out)"
         raise ValueError(f"unknown option {unknown[0]!r} of task {task}: choose from {allowed}")
     return {**defaults, **options}
+
+
+def _no_check(setting, options: dict) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: option checks (defaults filled in), the run of a point, its code version.
+
+    The module that defines ``run`` is the task's home: its import closure is the task's code
+    version (:func:`simulate.runtime.versions.closure_version`), and a spawned worker imports
+    it to find the task (:data:`simulate.sweep.tasks.TASKS`). ``needs_gpu(options)`` says
+    whether a point asks for CUDA (``device = "cuda"``): the Ray engine requests a GPU for it.
+    A ``versioned`` task's code version is part of each point's key (a change of code means new
+    points); a task that is not (``study``: hours of training per spec) records the version
+    with each result instead.
+    """
+
+    name: str
+    seeded: bool
+    check_options: Callable[[dict], dict]
+    run: Callable[[Any], Outcome]
+    check_setting: Callable[[Any, dict], None] = _no_check
+    needs_gpu: Callable[[dict], bool] = field(default=lambda options: options.get("device") == "cuda")
+    versioned: bool = True
+
+    @property
+    def module(self) -> str:
+        """The module that defines the task's run."""
+        return self.run.__module__
+
+    def code_version(self) -> str:
+        """Digest of the sources that decide this task's numbers (a change means new points)."""
+        return closure_version(self.module)
+
+
+TASKS: dict[str, Task] = {}
+
+
+def register_task(task: Task) -> Task:
+    """Add ``task`` to :data:`TASKS` (registering the same name twice is an error unless it is the same task,
+    as when its module is imported again)."""
+    known = TASKS.get(task.name)
+    if known is not None and known.module != task.module:
+        raise ValueError(f"task={task.name!r} is not allowed here: {known.module} defines it already")
+    TASKS[task.name] = task
+    return task
+
+
+def task_modules() -> list[str]:
+    """The home modules of the registered tasks: what a fresh worker process imports to know them all."""
+    return sorted({task.module for task in TASKS.values()})

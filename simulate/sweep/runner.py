@@ -20,7 +20,7 @@ from tqdm import tqdm
 from simulate.runtime.interrupts import deferred_signals
 from simulate.sweep import engines, store
 from simulate.sweep.spec import Sweep
-from theory.cli import atomic_write
+from theory.files import write_text_atomic
 
 __all__ = ["SweepReport", "SweepBusy", "run_sweep"]
 
@@ -109,7 +109,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, engine: str = "local", workers: 
     started = time.perf_counter()
     with _directory_lock(out):
         if spec_text is not None:
-            atomic_write(out / "spec.toml", lambda temp: Path(temp).write_text(spec_text))
+            write_text_atomic(out / "spec.toml", spec_text)
         store.remove_partial(out)
         done = store.finished_records(out, [p.key for p in sweep.points])
         if retry_failed:

@@ -8,7 +8,7 @@ Layout of an output directory ``DIR``::
     DIR/summary.csv          one row per point of the spec, rebuilt from the files at the end
     DIR/spec.toml            the spec of the latest run
 
-Every file is written whole (:func:`theory.cli.atomic_write`), so a point file exists only
+Every file is written whole (:func:`theory.files.atomic_write`), so a point file exists only
 once its point is finished: that is what lets an interrupted sweep resume. A file that
 cannot be read (a damaged disk) counts as missing and is run again. No pickles: Parquet,
 JSON and CSV only.
@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from theory.cli import atomic_write
+from theory.files import atomic_write
 
 __all__ = ["META_KEY", "POINTS_DIR", "SUMMARY", "STATUSES", "point_path", "encode_point", "decode_point",
            "write_point", "remove_partial", "read_record", "read_point", "finished_records", "summary_table",

@@ -30,13 +30,12 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.sweep.headline import measured_headline
-from simulate.sweep.outcome import Outcome, PointFailed, merge_options
-from simulate.runtime.versions import ROOT, source_digest
+from simulate.sweep.outcome import Outcome, PointFailed, Task, merge_options, register_task
 from theory.constraints import Boolean, Choice, Integer, check_fields
 
 __all__ = ["TRAIN_DEFAULTS", "SCORES_DEFAULTS", "DEVICE", "SCORES_OPTIONS", "train_config", "check_train_options",
            "check_scores_options",
-           "check_train_setting", "run_train", "run_scores", "train_version", "scores_version"]
+           "check_train_setting", "run_train", "run_scores", "TRAIN", "SCORES"]
 
 TRAIN_DEFAULTS = {"steps": 300, "batch": 16, "warmup": None, "data": "docs", "log_every": 50, "clip": 0.0,
                   "probe_batch": None, "moe_lns_top_k": False, "precision": "auto", "device": "auto"}
@@ -83,23 +82,20 @@ def check_train_setting(setting, options: dict) -> None:
 
 
 def _train(point, out: Path):
-    """Train the point into ``out``; returns (loss table, last layers table, failure message or None)."""
+    """Train the point into ``out``; returns (loss table, last layers table, failure message or None, device)."""
     from simulate.engine import resolve_device
-    from simulate.training import Trainer, load_corpus
     from simulate.training.loop import LossNotFinite
+    from simulate.training.run_directory import RunDirectory, train_into
 
-    options = point.options
-    config = train_config(options, point.seed)
-    device = resolve_device(options["device"])
-    trainer = Trainer(point.setting, config, load_corpus(config.data, point.setting.tokens), device, out)
+    device = resolve_device(point.options["device"])
     failure = None
     try:
-        trainer.run()
+        train_into(out, point.setting, train_config(point.options, point.seed), device)
     except LossNotFinite as error:
         failure = str(error)
-    loss = pd.read_csv(out / "loss.csv")
-    layers = pd.read_csv(out / "train_layers.csv")
-    return loss, layers[layers.step == layers.step.max()], failure, device.type
+    run = RunDirectory(out)
+    layers = run.layers()
+    return run.loss(), layers[layers.step == layers.step.max()], failure, device.type
 
 
 def _train_headline(loss: pd.DataFrame, layers: pd.DataFrame, depth: int) -> dict:
@@ -139,14 +135,5 @@ def run_scores(point):
     return Outcome(scores, headline, device)
 
 
-def train_version() -> str:
-    """The trainer's code version (:func:`simulate.training.loop.code_version`)."""
-    from simulate.training.loop import code_version
-
-    return code_version()
-
-
-def scores_version() -> str:
-    """The trainer's code version and the digest of :mod:`simulate.scores`' sources."""
-    names = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "simulate" / "scores").glob("*.py"))
-    return train_version() + source_digest(names)
+TRAIN = register_task(Task("train", True, check_train_options, run_train, check_train_setting))
+SCORES = register_task(Task("scores", True, check_scores_options, run_scores, check_train_setting))

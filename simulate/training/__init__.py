@@ -4,9 +4,10 @@
 (the LM built from :mod:`theory.architecture`), :mod:`~simulate.training.data` (corpora and
 batches), :mod:`~simulate.training.loop` (optimiser, schedule, the training loop),
 :mod:`~simulate.training.checkpoint` (safetensors checkpoints, resume, :func:`load_model`),
+:mod:`~simulate.training.run_directory` (a run's files, read by one owner; :func:`train_into`),
 :mod:`~simulate.training.probes` (per-layer statistics), :mod:`~simulate.training.report`
 (the files, the bridge and growth fits per logged step), :mod:`~simulate.training.budget`
-(memory estimate), :mod:`~simulate.training.speed` (``bench --train``). Definitions:
+(memory estimate), :mod:`~simulate.bench.training` (``bench --train``). Definitions:
 ``docs/trained.md``.
 """
 
@@ -15,5 +16,7 @@ from simulate.training.data import load_corpus, probe_batch
 from simulate.training.loop import Trainer, TrainConfig
 from simulate.training.model import CausalLM, ModelOutput
 from simulate.training.probes import lm_loss
+from simulate.training.run_directory import RunDirectory, RunError, train_into
 
-__all__ = ["CausalLM", "ModelOutput", "Trainer", "TrainConfig", "load_model", "load_corpus", "probe_batch", "lm_loss"]
+__all__ = ["CausalLM", "ModelOutput", "Trainer", "TrainConfig", "load_model", "load_corpus", "probe_batch", "lm_loss",
+           "RunDirectory", "RunError", "train_into"]

@@ -4,7 +4,7 @@
 tensors (``optim.INDEX.KEY``, parameters in ``model.parameters()`` order) and, in the
 file's string metadata, the step and the optimiser's parameter groups as JSON. One file
 is the commit point of a checkpoint: it is written to a temporary file and moved into
-place (:func:`theory.cli.atomic_write`), so an interrupted write leaves the previous
+place (:func:`theory.files.atomic_write`), so an interrupted write leaves the previous
 checkpoint intact. ``DIR/model.safetensors`` is the model alone, with the Setting in its
 metadata (what ``simulate scores`` and :func:`load_model` read).
 
@@ -27,7 +27,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from simulate.training.model import CausalLM
-from theory.cli import atomic_write
+from theory.files import atomic_write
 from theory.setting import Setting
 
 __all__ = ["CHECKPOINT", "MODEL", "FORMAT", "save_checkpoint", "load_checkpoint", "checkpoint_step", "save_model",

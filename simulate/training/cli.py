@@ -16,7 +16,6 @@ logs are kept, one line names the step, exit 1.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -88,10 +87,11 @@ def _check_memory(setting, config: TrainConfig, device) -> None:
 
 def _check_resume(directory: Path, setting, config: TrainConfig) -> dict:
     """The saved config of a resumable run in ``directory`` with this Setting and these flags, else exit 2."""
-    path = directory / "config.json"
-    if not path.is_file() or checkpoint_step(directory) is None:
+    from simulate.training.run_directory import RunDirectory
+
+    saved = RunDirectory(directory).saved_config
+    if saved is None or checkpoint_step(directory) is None:
         fail(PROG, f"--resume {directory} is not allowed: no checkpoint of a training run there")
-    saved = json.loads(path.read_text())
     for name, value in setting.to_dict().items():
         if saved.get("setting", {}).get(name, object()) != value:
             fail(PROG, f"--resume {directory} is not allowed: it was trained with another Setting "
@@ -164,14 +164,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(summary: dict, setting, config: TrainConfig, out: Path) -> int:
-    from simulate.training.report import read_csv
+    from simulate.training.run_directory import RunDirectory
 
     if summary["status"] == "stopped":
         print(f"{PROG}: stopped after update {summary['step']}; continue with --resume {out}")
         return 0
-    loss = read_csv(out, "loss.csv")
+    run = RunDirectory(out)
+    loss = run.loss()
     final = loss[loss.step == config.steps].set_index("split")["loss"]
-    growth = read_csv(out, "growth.csv").iloc[-1]
+    growth = run.growth().iloc[-1]
     tokens = config.steps * config.batch * setting.tokens
     print(f"{setting.scheme}/{setting.block} L={setting.depth} d={setting.width} T={setting.tokens} "
           f"B={config.batch} {config.steps} steps: train loss {final.get('train', math.nan):.4f}, "

@@ -33,14 +33,14 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from simulate.engine import table_from_stats
-from simulate.runtime.versions import import_closure, source_digest
+from simulate.engine import matmul_precision_context, table_from_stats
+from simulate.runtime.versions import closure_version
 from simulate.training.checkpoint import MODEL, load_checkpoint, save_checkpoint, save_model
 from simulate.training.data import Corpus, epochs_seen, probe_batch, train_batch
 from simulate.training.model import CausalLM
 from simulate.training.probes import BATCH_METRICS, lm_loss, norms_table, probe, trace_statistics
 from simulate.training.report import RunLogs, bridge_table, growth_row
-from theory.cli import atomic_write
+from theory.files import atomic_write
 from theory.constraints import Boolean, Choice, Integer, Optional, Real, check_fields
 
 __all__ = ["PRECISIONS", "CONFIG_CONSTRAINTS", "TrainConfig", "LossNotFinite", "learning_rate", "make_optimizer",
@@ -53,9 +53,9 @@ CONFIG_CONSTRAINTS = {"steps": Integer(1), "batch": Integer(1), "log_every": Int
                       "checkpoint_every": Optional(Integer(1)), "clip": Real(0.0, note="0 = no clipping"),
                       "moe_lns_top_k": Boolean(), "precision": Choice(*PRECISIONS)}
 def code_version() -> str:
-    """:func:`simulate.runtime.versions.source_digest` of the sources that decide what a training run computes:
-    this module and everything it imports (:func:`simulate.runtime.versions.import_closure`)."""
-    return source_digest(import_closure([__name__]))
+    """The code version of what a training run computes: this module's import closure
+    (:func:`simulate.runtime.versions.closure_version`)."""
+    return closure_version(__name__)
 
 
 @dataclass(frozen=True)
@@ -245,7 +245,7 @@ class Trainer:
                    disable=None if self.progress else True, leave=False)
         began, value = time.perf_counter(), math.nan
         try:
-            with _matmul_precision(self.precision, self.device):
+            with matmul_precision_context(self.precision, self.device):
                 for step in range(self.start, config.steps + 1):
                     logged = config.logged(step)
                     if logged:
@@ -278,21 +278,3 @@ def _loss_row(step: int, split: str, value: float):
     import pandas as pd
 
     return pd.DataFrame({"step": [step], "split": [split], "loss": [value]})
-
-
-class _matmul_precision:
-    """On CUDA, float32 matmuls at TF32 for 'tf32' and 'bf16' runs, restored afterwards; a no-op on the CPU."""
-
-    def __init__(self, precision: str, device: torch.device):
-        self.active = device.type == "cuda"
-        self.precision = precision
-
-    def __enter__(self):
-        if self.active:
-            self.previous = torch.get_float32_matmul_precision()
-            torch.set_float32_matmul_precision("highest" if self.precision == "highest" else "high")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.active:
-            torch.set_float32_matmul_precision(self.previous)

@@ -27,7 +27,6 @@ steps before its checkpoint, writes byte for byte what an uninterrupted run writ
 
 from __future__ import annotations
 
-import io
 import math
 from pathlib import Path
 
@@ -36,11 +35,10 @@ import pandas as pd
 
 from simulate.engine import COLUMNS
 from simulate.training.probes import StreamMoments
-from theory.cli import atomic_write
+from theory.files import write_text_atomic
 from theory.meanfield.bridge import aligned_strengths, bridge_profile, var_growth
 
-__all__ = ["FILES", "BRIDGE_COLUMNS", "GROWTH_COLUMNS", "RunLogs", "bridge_table", "growth_row", "read_csv",
-           "loss_slope"]
+__all__ = ["FILES", "BRIDGE_COLUMNS", "GROWTH_COLUMNS", "RunLogs", "bridge_table", "growth_row", "loss_slope"]
 
 BRIDGE_COLUMNS = ["step", "layer", "var", "var_bridge", "rel_error", "token_mean_term", "mean_square",
                   "mean_square_bridge", "align_a", "align_b", "sigma_in", "a_over_sigma"]
@@ -67,7 +65,7 @@ class RunLogs:
     def write(self, directory: Path) -> None:
         """Write every file into ``directory`` (each atomically)."""
         for name in FILES:
-            atomic_write(Path(directory) / name, lambda temp, name=name: Path(temp).write_text(self.text(name)))
+            write_text_atomic(Path(directory) / name, self.text(name))
 
     @classmethod
     def read(cls, directory: Path, before_step: int) -> "RunLogs":
@@ -118,11 +116,6 @@ def growth_row(step: int, var_mean: np.ndarray, bridge: pd.DataFrame) -> pd.Data
         "poly_high": power.ci_high, "exp_rate": expo.slope, "exp_low": expo.ci_low, "exp_high": expo.ci_high,
         "bridge_max_rel_error": bridge.rel_error.abs().max(), "bridge_identity_error": identity,
     }])
-
-
-def read_csv(directory: Path, name: str) -> pd.DataFrame:
-    """One of the run's files as a DataFrame."""
-    return pd.read_csv(io.StringIO((Path(directory) / name).read_text()))
 
 
 def loss_slope(steps: np.ndarray, losses: np.ndarray) -> float:

@@ -15,7 +15,7 @@ from matplotlib.container import ErrorbarContainer
 from paper_figs.layout import layout_problems
 from paper_figs.trained_sparsity import KNOBS, sparsity_figure
 from simulate.engine import Z_CONFIDENCE
-from simulate.scores.growth_claims import t_interval
+from simulate.claims import t_interval
 
 
 def _means(usefulness: float, causal: float, sem: float = np.nan) -> dict:

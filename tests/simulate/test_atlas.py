@@ -21,10 +21,10 @@ from scipy import stats
 from simulate.study import read_study, write_reports
 from simulate.study.analysis import load_models
 from simulate.study.atlas import ATLAS_DIR, EARLY_ATLAS_DIR, atlas_studies
-from simulate.study.claims import CLAIMS
+from simulate.study.point_table import point_evidence
+from simulate.claims import CLAIMS, STATISTICS, model_statistics
 from simulate.study.provenance import results_readme
 from simulate.study.report import REPORT_FILES
-from simulate.study.statistics import STATISTICS, model_statistics
 from simulate.study.tuning import planned_points, resolve_tuning
 
 ATLASES = {"atlas": ATLAS_DIR, "atlas-400-steps": EARLY_ATLAS_DIR}
@@ -135,7 +135,7 @@ def test_a_rerun_of_the_cheapest_model_reproduces_its_row(studies, tmp_path):
     point = next(p for p in study.sweep.points if p.setting.depth == 4 and p.setting.scheme == "pre" and p.seed == 0)
     record, table = decode_point(execute_point({**point.to_dict(), "workdir": str(tmp_path / "run")})[1])
     assert record["status"] == "ok", record["error"]
-    again = model_statistics(table, 4)
+    again = model_statistics(point_evidence(table, 4)).as_dict()
     shipped = read_study(EARLY_ATLAS_DIR, "depth").points
     cell = shipped[(shipped["depth"] == 4) & (shipped["scheme"] == "pre") & (shipped["status"] == "ok")]
     row = cell[cell["seed"] == 0].iloc[0]
@@ -154,7 +154,7 @@ def test_the_models_statistics_are_those_of_their_point_tables(studies):
     study = studies["width"]
     shipped = read_study(EARLY_ATLAS_DIR, "width").points.set_index("point")
     for model in load_models(study, EARLY_ATLAS_DIR, statistics=False)[:4]:
-        fresh = model_statistics(model.table, model.point.setting.depth)
+        fresh = model_statistics(model.evidence).as_dict()
         for name in ("val_loss", "prune_deep", "usefulness_fraction", "var_last"):
             assert fresh[name] == pytest.approx(shipped.loc[model.point.key, name], rel=1e-12, nan_ok=True), name
     assert {CLAIMS[c].statistic for c in study.claims} <= set(STATISTICS)

@@ -170,17 +170,6 @@ def test_two_processes_filling_one_entry_leave_one_valid_entry(tmp_path):
 
 
 # -- the code version in the key ---------------------------------------------------------------
-def _copy_sources(target: Path) -> Path:
-    """The packages' ``.py`` files copied under ``target`` (a repository of sources only)."""
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            if "__pycache__" not in path.parts:
-                copy = target / path.relative_to(ROOT)
-                copy.parent.mkdir(parents=True, exist_ok=True)
-                copy.write_bytes(path.read_bytes())
-    return target
-
-
 def _executed_sources(run) -> set[str]:
     """The repository files (relative to ROOT) with a Python function that ``run()`` calls, in any thread."""
     seen = set()
@@ -215,8 +204,8 @@ def test_the_engine_sources_hold_every_file_a_run_executes():
     assert not missing, f"a run executes {sorted(missing)}, which the cache key leaves out"
 
 
-def test_editing_any_engine_source_changes_the_key_and_a_report_does_not(tmp_path):
-    root = _copy_sources(tmp_path / "repo")
+def test_editing_any_engine_source_changes_the_key_and_a_report_does_not(source_copy):
+    root = source_copy
     sources = engine_sources(root)
     assert sources == engine_sources() and "simulate/engine/stack.py" in sources
     before = code_version(root)
@@ -230,8 +219,8 @@ def test_editing_any_engine_source_changes_the_key_and_a_report_does_not(tmp_pat
     assert code_version(root) == before
 
 
-def test_a_module_the_engine_starts_to_import_is_in_the_key(tmp_path):
-    root = _copy_sources(tmp_path / "repo")
+def test_a_module_the_engine_starts_to_import_is_in_the_key(source_copy):
+    root = source_copy
     (root / "simulate" / "new_part.py").write_text("SCALE = 1.0\n")
     assert "simulate/new_part.py" not in engine_sources(root)
     blocks = root / "simulate" / "engine" / "blocks.py"

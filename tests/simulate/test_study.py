@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 from simulate.study import load_study, parse_study, read_study, run_studies, write_reports
-from simulate.study.claims import CLAIMS
+from simulate.claims import CLAIMS, Kind
 from simulate.study.cli import main as study_main
-from simulate.sweep import read_summary
+from simulate.sweep import read_point, read_summary
 
 SPEC = """
 name = "{name}"
@@ -86,7 +86,7 @@ def test_the_reports_have_a_row_per_model_claim_and_cell(tiny_study):
     assert len(results.points) == 8 and set(results.points["status"]) == {"ok"}
     assert results.points["val_loss"].between(0.5, 6.0).all()
     assert len(results.trends) == len(study.claims)  # one axis, one group
-    signed = [c for c in study.claims if CLAIMS[c].kind == "signed"]
+    signed = [c for c in study.claims if CLAIMS[c].kind is Kind.SIGNED]
     assert set(results.levels[results.levels["claim"].isin(signed)].groupby("claim").size()) == {2}  # 2 depths
     paired = results.levels[results.levels["claim"] == "p1-lns-loss"]
     assert (paired["n"] == 2).all(), "a difference of two schemes is paired over the two seeds"
@@ -324,3 +324,14 @@ def test_an_export_into_its_own_directory_is_refused(tiny_study, capsys):
     with pytest.raises(SystemExit) as raised:
         study_main([str(out / "tiny" / "spec.toml"), "--out", str(out), "--report-only", "--export", str(out)])
     assert raised.value.code == 2 and "--export" in capsys.readouterr().err
+
+
+def test_a_spawned_worker_knows_the_study_task(tmp_path):
+    """The sweep imports no study: the task "study" is registered by simulate.study.point, and a spawned worker
+    of the local engine imports the home module of every registered task before its first point (the pool
+    hands it a point at once). A worker that did not know the task would record its points as failed."""
+    study = load_study(_spec(tmp_path, depths="2, 3"))
+    report = run_studies([study], tmp_path / "out", workers=2)
+    records = [read_point(tmp_path / "out", point.key)[0] for point in study.sweep.points]
+    assert (report.total, report.failed) == (8, 0), report
+    assert [r["status"] for r in records] == ["ok"] * 8, [(r["status"], r["error"]) for r in records]

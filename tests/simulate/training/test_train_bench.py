@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from simulate.bench.cli import main as bench_main
-from simulate.training.speed import BENCH_COLUMNS, STUDY_LOG_EVERY
+from simulate.bench.training import BENCH_COLUMNS, STUDY_LOG_EVERY
 
 
 def test_bench_train_quick_writes_its_row(tmp_path, capsys):

@@ -66,7 +66,7 @@ from simulate.training.data import load_corpus, train_batch
 from simulate.training.loop import Trainer, TrainConfig, learning_rate, make_optimizer
 from simulate.training.model import CausalLM
 from simulate.training.probes import lm_loss
-from theory.cli import atomic_write
+from theory.files import atomic_write
 from theory.setting import Setting
 
 __all__ = ["BENCH_COLUMNS", "STUDY_LOG_EVERY", "REPEATS", "bench_settings", "plain_loop_seconds", "TrainerTimes",

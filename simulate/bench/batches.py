@@ -76,6 +76,7 @@ def _train_once(setting_dict: dict, steps: int, batch: int, seed: int, threads: 
 
     from simulate.training.data import load_corpus
     from simulate.training.loop import Trainer, TrainConfig
+    from simulate.training.run_directory import RunDirectory
     from theory.setting import Setting
 
     torch.set_num_threads(threads)
@@ -86,7 +87,7 @@ def _train_once(setting_dict: dict, steps: int, batch: int, seed: int, threads: 
         trainer = Trainer(setting, config, load_corpus(config.data, setting.tokens), torch.device("cpu"), Path(temp))
         startup = time.perf_counter() - started
         trainer.run()
-        loss = pd.read_csv(Path(temp) / "loss.csv")
+        loss = RunDirectory(temp).loss()
     held_out = loss[(loss["split"] != "train") & (loss["step"] == steps)]["loss"]
     return {"train_s": trainer.seconds, "startup_s": startup, "val_loss": float(held_out.mean())}
 

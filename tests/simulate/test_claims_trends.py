@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from simulate.study.trends import Crossing, describe_crossing, direction_verdict, fit_trend, zero_crossing
+from simulate.claims.trends import Crossing, describe_crossing, direction_verdict, fit_trend, zero_crossing
 
 REPLICATES = 2000
 AXIS = np.repeat([4.0, 8.0, 16.0, 32.0, 64.0], 3)  # five axis values, three seeds: the depth study's shape

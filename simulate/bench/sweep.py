@@ -1,4 +1,4 @@
-"""``python -m simulate sweep --bench [--workers N] [--out DIR]``: how fast the engines are.
+"""``python -m simulate bench --sweep [--workers N] [--out DIR]`` (also ``sweep --bench``): how fast the engines are.
 
 Two numbers (a benchmark, not a timed test):
 
@@ -28,9 +28,9 @@ import pandas as pd
 
 from simulate.sweep import engines
 from simulate.sweep.spec import parse_spec
-from theory.cli import atomic_write, output_path
+from theory.files import atomic_write
 
-__all__ = ["MC_SPEC", "RAY_POINTS", "sweep_speed", "ray_overhead", "main"]
+__all__ = ["MC_SPEC", "RAY_POINTS", "sweep_speed", "ray_overhead", "run_sweep_bench"]
 
 MC_SPEC = {"task": "run", "name": "bench", "seeds": 4,
            "setting": {"preset": "llama", "width": 128, "heads": 4, "tokens": 32, "depth": 128,
@@ -109,10 +109,9 @@ def ray_overhead(workers: int | None = None, points: int = RAY_POINTS) -> dict:
     return {"ray_points": len(timed), "ray_s": seconds, "ray_per_point_s": seconds / len(timed)}
 
 
-def main(args) -> int:
-    """Print (and with ``--out``, write ``DIR/bench.csv``) the engine numbers."""
-    out = output_path("python -m simulate sweep --bench", args.out, directory=True) if args.out else None
-    row = sweep_speed(args.workers)
+def run_sweep_bench(out: Path, workers: int | None) -> int:
+    """Print the engine numbers and write them to ``out/bench_sweep.csv``."""
+    row = sweep_speed(workers)
     many = row[f"serial_{row['cores']}_threads_s"]
     print(f"local engine: {row['points']} Monte-Carlo points in {row['local_s']:.2f} s on {row['workers']} workers "
           f"vs {row['serial_s']:.2f} s one after another (1 thread {row['serial_1_thread_s']:.2f} s, "
@@ -121,13 +120,13 @@ def main(args) -> int:
           f"(CPU {row['serial_cpu_s']:.1f} s), so no pool can beat {row['speedup_ceiling']:.2f}x here; "
           f"the pool's CPU {row['local_cpu_s']:.1f} s includes the start-up of {row['workers'] - 1} spawned workers",
           flush=True)
-    row.update(ray_overhead(args.workers))
+    row.update(ray_overhead(workers))
     if "ray_error" in row:
         print(f"ray engine: not measured, a local Ray did not start: {row['ray_error']}")
     else:
         print(f"ray engine: {row['ray_per_point_s']:.3f} s per point over {row['ray_points']} trivial points "
               f"({row['ray_s']:.2f} s, local Ray of {row['workers']} CPUs, warmed up)")
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write(out / "bench.csv", lambda temp: pd.DataFrame([row]).to_csv(temp, index=False))
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "bench_sweep.csv", lambda temp: pd.DataFrame([row]).to_csv(temp, index=False))
+    print(f"wrote {out / 'bench_sweep.csv'}")
     return 0

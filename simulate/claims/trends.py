@@ -21,7 +21,7 @@ significant, otherwise unbounded on one or both sides.
 >>> x = np.repeat([4.0, 8.0, 16.0, 32.0], 3)
 >>> y = 0.3 * np.log(x / 10.0) + np.tile([-0.01, 0.0, 0.01], 4)
 >>> trend = fit_trend(x, y)
->>> round(trend.slope, 6), trend.n, direction_verdict(trend, +1)
+>>> round(trend.slope, 6), trend.n, str(direction_verdict(trend, +1))
 (0.3, 12, 'holds')
 >>> crossing = zero_crossing(trend, 4.0, 32.0)
 >>> round(crossing.estimate, 6), crossing.in_range
@@ -36,6 +36,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from simulate.claims.intervals import Interval
+from simulate.claims.verdicts import Verdict
 from simulate.engine import CONFIDENCE
 
 __all__ = ["Trend", "Crossing", "fit_trend", "direction_verdict", "zero_crossing", "describe_crossing"]
@@ -51,6 +53,12 @@ class Trend(NamedTuple):
     cov: tuple  # ((var a, cov ab), (cov ab, var b))
     n: int
     quantile: float  # Student's t quantile of the interval (n - 2 degrees of freedom)
+
+    @property
+    def interval(self) -> Interval:
+        """The slope with its interval (no bounds without a trend)."""
+        bounded = math.isfinite(self.low) and math.isfinite(self.high)
+        return Interval(self.slope, self.low, self.high) if bounded else Interval(self.slope)
 
 
 _NO_TREND = Trend(math.nan, math.nan, math.nan, math.nan, ((math.nan,) * 2,) * 2, 0, math.nan)
@@ -75,17 +83,12 @@ def fit_trend(x, y, confidence: float = CONFIDENCE) -> Trend:
     return Trend(slope, slope - half, slope + half, float(coef[0]), tuple(map(tuple, cov.tolist())), n, quantile)
 
 
-def direction_verdict(trend: Trend, direction: int | None) -> str:
-    """``holds`` / ``violated`` / ``inconclusive`` for a claimed direction; ``no direction claimed`` for None."""
+def direction_verdict(trend: Trend, direction: int | None) -> Verdict:
+    """``holds`` / ``violated`` / ``inconclusive`` for a claimed direction (the slope's interval against 0, as
+    :meth:`~simulate.claims.intervals.Interval.signed_verdict`); ``no direction claimed`` for None."""
     if direction is None:
-        return "no direction claimed"
-    if not (math.isfinite(trend.low) and math.isfinite(trend.high)):
-        return "inconclusive"
-    if (direction > 0 and trend.low > 0) or (direction < 0 and trend.high < 0):
-        return "holds"
-    if (direction > 0 and trend.high < 0) or (direction < 0 and trend.low > 0):
-        return "violated"
-    return "inconclusive"
+        return Verdict.NO_DIRECTION
+    return trend.interval.signed_verdict(direction)
 
 
 class Crossing(NamedTuple):

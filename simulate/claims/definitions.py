@@ -1,0 +1,189 @@
+"""The papers' trained claims, each defined once: what it states, what it measures, what it claims.
+
+Each :class:`Claim` has one id, its source, the per-model statistic it reads
+(:data:`simulate.claims.statistics.STATISTICS`), the scheme it is measured on (one; two for a
+difference, the first minus the second, paired by seed where the seeds pair the runs), the
+sign the paper claims for it at every size (``sign``; None when the paper claims only a
+trend), the direction it claims along each axis (``directions``), and its :class:`Kind`.
+A ``knob`` claim (P2's sparsity knobs) compares a run with the sparser value of one Setting
+field against the Pre-LN reference that differs from it only there (:data:`KNOBS`).
+
+Who judges what (one judge each, over the same per-model statistics):
+
+- ``verify --trained`` (:mod:`simulate.claims.across_runs`): every signed, growth and knob
+  claim on groups of runs that differ only in their seed, at step 0 and after training;
+- a study (:mod:`simulate.claims.along_axes`): every claim it lists except knob claims, per
+  cell of its axes (the level) and as a trend along each axis.
+
+Where a paper claims a sign at every size it tests (P1: 130M to 7B) but no trend, a study on
+CPU sizes asks the question of docs/studies.md: *does the effect move towards what the paper
+reports as the model grows?* The claimed direction along the size axes :data:`SIZE_AXES`
+(depth, width, training length) is then the claimed sign. The learning rate is no size: no
+direction is claimed along it.
+
+>>> CLAIMS["p1-lns-loss"].direction("depth"), CLAIMS["p1-lns-loss"].direction("lr")
+(-1, None)
+>>> CLAIMS["p2-depth-usefulness"].direction("depth"), CLAIMS["p2-depth-usefulness"].direction("width")
+(-1, None)
+>>> applicable_claims(("pre",))[:2]
+('p1-lemma-3.2-growth', 'p1-fig9-every-step')
+>>> growth_claim("p1-lns").id, CLAIMS["p2-thm-3-var-growth"].kind
+('p1-lns-growth', <Kind.SIGNED: 'signed'>)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import NamedTuple
+
+__all__ = ["SIZE_AXES", "Kind", "GrowthRule", "KNOBS", "Claim", "CLAIMS", "applicable_claims", "growth_claim",
+           "sparser"]
+
+SIZE_AXES = ("depth", "width", "steps")
+
+
+class Kind(str, Enum):
+    """How a claim is judged: a claimed sign (``signed``), a growth class of the variance profile
+    (``growth``, :mod:`simulate.claims.growth`), exponential growth at every logged step (``every_step``)."""
+
+    SIGNED = "signed"
+    GROWTH = "growth"
+    EVERY_STEP = "every_step"
+
+
+class GrowthRule(NamedTuple):
+    """A growth claim's bounds: polynomial exponent ``p`` in ``[min_exponent, max_exponent)``; whether an
+    exponential class satisfies the claim; whether P1's per-layer factor ``1 + c/sigma`` is judged."""
+
+    min_exponent: float
+    max_exponent: float
+    exponential: bool
+    per_layer_factor: bool
+
+
+# P2's sparsity knobs: the Setting field, its name, and the side that is sparser (P2's direction).
+KNOBS = {"weight_decay": "weight decay", "tokens": "sequence length", "kv_heads": "GQA", "block": "MoE"}
+
+
+def sparser(knob: str, a, b) -> bool:
+    """Whether Setting ``a`` is the sparser side of ``knob`` against ``b`` (P2: more weight decay, longer
+    sequences, larger GQA groups, a mixture of experts)."""
+    if knob == "weight_decay":
+        return a.weight_decay > b.weight_decay
+    if knob == "tokens":
+        return a.tokens > b.tokens
+    if knob == "kv_heads":
+        return a.group_size > b.group_size
+    return a.block == "moe" and b.block != "moe"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One trained claim (module docstring)."""
+
+    id: str
+    source: str
+    statement: str
+    statistic: str
+    schemes: tuple[str, ...]
+    sign: int | None = None
+    directions: dict = field(default_factory=dict)
+    kind: Kind = Kind.SIGNED
+    knob: str | None = None
+    growth: GrowthRule | None = None
+    lemma: str | None = None  # the random-init lemma of theory.LEMMAS whose growth class this claim states
+
+    def direction(self, axis: str) -> int | None:
+        """The claimed direction of the statistic as ``axis`` grows: +1, -1 or None (no claim)."""
+        if axis in self.directions:
+            return self.directions[axis]
+        return self.sign if axis in SIZE_AXES else None
+
+    @property
+    def paired(self) -> bool:
+        """Whether the statistic is a difference between two schemes (the first minus the second)."""
+        return len(self.schemes) == 2
+
+    @property
+    def describe_sides(self) -> str:
+        """The runs the statistic is measured on, in words."""
+        if self.knob:
+            return f"{KNOBS[self.knob]} minus the Pre-LN reference"
+        return " minus ".join(self.schemes)
+
+
+_NONE = {axis: None for axis in SIZE_AXES}  # a sign at every size, no claimed trend
+
+
+def _knob_claims(knob: str, prefix: str, source: str) -> tuple[Claim, ...]:
+    """P2's two claims on a sparsity knob: lower variance growth, more useful blocks than the reference."""
+    name = KNOBS[knob]
+    return (Claim(f"{prefix}-var-growth", source, f"{name} lowers the variance growth: log(var_L / var_1), {name} minus reference < 0", "var_growth",
+                  ("pre",), sign=-1, knob=knob),
+            Claim(f"{prefix}-usefulness", source, f"{name} raises the usefulness of the blocks: mean_l log(L_lin / L), {name} minus reference > 0",
+                  "usefulness_log", ("pre",), sign=1, knob=knob))
+
+
+CLAIMS: dict[str, Claim] = {claim.id: claim for claim in (
+    Claim("p1-lemma-3.2-growth", "P1 Lemma 3.2", "Pre-LN variance grows at least linearly and at most "
+          "exponentially in depth (polynomial with p >= 1, or exponential)", "growth_exponent", ("pre",),
+          directions=_NONE, kind=Kind.GROWTH, growth=GrowthRule(1.0, math.inf, True, True), lemma="p1-lemma-3.2"),
+    Claim("p1-fig9-every-step", "P1 Fig. 9 (LLaMA-130M at 1000, 3000, 6000 steps)", "Pre-LN variance grows "
+          "exponentially in depth at every logged step of training", "exponential_step_share", ("pre",),
+          directions={axis: 1 for axis in SIZE_AXES}, kind=Kind.EVERY_STEP),
+    Claim("p1-fig1-removable", "P1 Fig. 1 and Sec. 1 (nearly half of the deep layers removable)", "the share of "
+          "Pre-LN blocks whose removal costs less than 1 % of the base loss rises with depth", "removable_share",
+          ("pre",), directions={"depth": 1}),
+    Claim("p1-thm-3.3-jac", "P1 Theorem 3.3", "deep Pre-LN blocks are nearer the identity than shallow ones: "
+          "log(jac_dev deep half / shallow half) < 0", "jac_dev_log_ratio", ("pre",), sign=-1),
+    Claim("p1-thm-3.3-prune", "P1 Theorem 3.3 and Fig. 1", "deep Pre-LN blocks are cheaper to delete than "
+          "shallow ones: pruning drop deep half minus shallow half < 0", "prune_deep_minus_shallow", ("pre",),
+          sign=-1),
+    Claim("p1-lns-growth", "P1 Sec. 4 (LayerNorm Scaling bound)", "LNS variance grows polynomially: "
+          "p in [1, 2)", "growth_exponent", ("lns",), directions=_NONE, kind=Kind.GROWTH,
+          growth=GrowthRule(1.0, 2.0, False, False), lemma="p1-lns"),
+    Claim("p1-lns-loss", "P1 Sec. 5 (perplexity 130M 26.73 -> 25.76, 1B 17.02 -> 15.71)", "LNS lowers the "
+          "held-out loss: LNS minus Pre-LN < 0", "val_loss", ("lns", "pre"), sign=-1),
+    Claim("p1-lns-prune", "P1 Sec. 5 (layer pruning under LNS)", "deep LNS blocks matter more than deep Pre-LN "
+          "ones: deep-half pruning drop LNS minus Pre-LN > 0", "prune_deep", ("lns", "pre"), sign=1),
+    Claim("p1-lns-angular", "P1 Sec. 5 (angular distance of deep layers from near 0 to above 0.6)", "LNS raises "
+          "the angular distance of deep blocks: deep-half angular distance LNS minus Pre-LN > 0", "angular_deep",
+          ("lns", "pre"), sign=1),
+    Claim("p1-lns-angular-last", "P1 Sec. 5, as its code measures it (last token)", "the same with the last "
+          "token's angular distance: LNS minus Pre-LN > 0", "angular_deep_last", ("lns", "pre"), sign=1),
+    Claim("p2-depth-var-last", "P2 Sec. 2, Fig. 2(a)", "Pre-LN last-layer variance rises with depth",
+          "var_last", ("pre",), directions={"depth": 1}),
+    Claim("p2-depth-jac", "P2 Sec. 2, Fig. 2(b) and Fig. 3", "Pre-LN ||J - I||_F falls with depth",
+          "jac_dev_mean", ("pre",), directions={"depth": -1}),
+    Claim("p2-depth-causal", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN causal score falls with depth", "causal_mean",
+          ("pre",), directions={"depth": -1}),
+    Claim("p2-depth-permutation", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN permutation score falls with depth",
+          "permutation_mean", ("pre",), directions={"depth": -1}),
+    Claim("p2-depth-usefulness", "P2 Sec. 2, Table 1 (0.75 at L=12 to 0.53 at L=32)", "the share of significant "
+          "Pre-LN blocks (usefulness > 1.1) falls with depth", "usefulness_fraction", ("pre",),
+          directions={"depth": -1}),
+    Claim("p2-depth-usefulness-ratio", "P2 Sec. 2, Fig. 2(c)", "the mean Pre-LN usefulness mean_l log(L_lin/L) "
+          "falls with depth", "usefulness_log", ("pre",), directions={"depth": -1}),
+    *_knob_claims("weight_decay", "p2-thm-3", "P2 Theorem 3"),
+    *_knob_claims("tokens", "p2-thm-4", "P2 Theorem 4"),
+    *_knob_claims("kv_heads", "p2-gqa", "P2 Sec. 4 (GQA)"),
+    *_knob_claims("block", "p2-thm-5", "P2 Theorem 5"),
+)}
+
+
+def applicable_claims(schemes) -> tuple[str, ...]:
+    """Ids of the claims a study of ``schemes`` can judge along its axes (its schemes all present; no knob
+    claim: those compare two runs that differ in one Setting field, judged by ``verify --trained``)."""
+    return tuple(claim.id for claim in CLAIMS.values()
+                 if claim.knob is None and all(s in schemes for s in claim.schemes))
+
+
+def growth_claim(lemma: str) -> Claim:
+    """The growth claim stating the growth class of random-init lemma ``lemma`` (ValueError for another)."""
+    for claim in CLAIMS.values():
+        if claim.lemma == lemma:
+            return claim
+    raise ValueError(f"lemma={lemma!r} is not allowed: one of "
+                     f"{', '.join(c.lemma for c in CLAIMS.values() if c.lemma)}")

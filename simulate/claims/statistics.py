@@ -1,0 +1,192 @@
+"""The statistics of one trained model at one stage: one typed record, computed by one function.
+
+Every number a claim judges is a function of one model (one Setting, one seed) at one stage
+of its training; intervals come one level up, over seeds (:mod:`simulate.claims.intervals`).
+A model gives the claims its :class:`ModelEvidence` (a study point's long table through
+:func:`simulate.study.point_table.point_evidence`, a run directory through
+:func:`simulate.claims.across_runs.judged_run`); :func:`model_statistics` measures it.
+Blocks are ``1..L``; the *deep half* is blocks ``floor(L/2)+1..L`` and the *shallow half*
+the rest (docs/scores.md). Profiles are the probe batch's ``var`` over layers ``0..L``.
+
+==========================  ====================================================================
+``val_loss``                held-out loss of the scores (``loss``), nats/byte
+``train_loss``              the last training-batch loss
+``loss_slope``              how far from converged: the least-squares slope of the training loss
+                            (logged at every step) over the last quarter of the steps, in nats
+                            per 1000 steps (the fit smooths the batches' noise; 0: converged)
+``var_last``                ``log var_L`` at the last step (P2 Fig. 2(a): last-layer variance)
+``var_growth``              ``log(var_L / var_1)`` at the last step (the embedding's own scale left out)
+``growth_exponent``         ``p`` of ``var_l ~ c0 + c1 l^p`` at the last step
+``growth_rate``             ``r`` of ``var_l ~ c0 + c1 e^(r l)`` at the last step
+``growth_step``             ``q`` of the per-layer factor ``1 + c sigma^(-q)`` at the last step
+``exponential_step_share``  the share of logged steps after step 0 at which the profile's growth
+                            class is exponential (:func:`simulate.claims.growth.growth_summary`)
+``jac_dev_mean``            ``mean_l ||J_l - I||_F / sqrt(T d)``
+``jac_dev_log_ratio``       ``log(jac_dev deep half / shallow half)``
+``prune_deep``              deep-half mean pruning drop (nats)
+``prune_deep_minus_shallow``  deep-half minus shallow-half mean pruning drop
+``removable_share``         the share of blocks whose pruning drop is below
+                            :data:`REMOVABLE_FRACTION` of the base loss
+``angular_deep``            deep-half mean angular distance ``d(x_{l-1}, x_l)``, all tokens
+``angular_deep_last``       the same, last token (P1's code)
+``usefulness_log``          ``mean_l log(L_lin / L)``
+``usefulness_fraction``     the share of blocks with ``L_lin / L > 1.1`` (P2's global score)
+``causal_mean``             mean causal score over blocks ``1..L-1``
+``permutation_mean``        mean permutation score over the blocks (each block: over its pairs)
+==========================  ====================================================================
+
+>>> import pandas as pd
+>>> scores = pd.DataFrame({"layer": [1, 2, 3, 4, 0], "score": ["prune"] * 4 + ["loss"],
+...                        "value": [0.5, 0.3, 0.1, 0.001, 2.0]})
+>>> stats = model_statistics(ModelEvidence(4, {2: np.array([1.0, 2.0, 3.0, 4.0, 5.0])}, scores))
+>>> round(stats.prune_deep_minus_shallow, 4), stats.removable_share, round(stats.var_growth, 4)
+(-0.3495, 0.25, 0.9163)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+
+import numpy as np
+import pandas as pd
+
+from simulate.claims.growth import growth_summary
+from simulate.training.report import loss_slope
+
+__all__ = ["REMOVABLE_FRACTION", "STATISTICS", "ModelEvidence", "ModelStatistics", "halves", "model_statistics"]
+
+REMOVABLE_FRACTION = 0.01  # a block is removable when deleting it costs less than 1 % of the base loss
+
+
+@dataclass(frozen=True)
+class ModelEvidence:
+    """What one model gives the claims at one stage.
+
+    ``profiles``: ``{step: var over layers 0..L}`` of the logged steps up to the stage (NaN where a
+    layer is missing), steps in order; ``scores``: the model's scores at the stage (columns
+    ``layer, score, value``; model-level scores at layer 0); ``train_steps``, ``train_loss``:
+    the training-loss log up to the stage (empty at step 0).
+    """
+
+    depth: int
+    profiles: dict
+    scores: pd.DataFrame
+    train_steps: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    train_loss: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def block_values(self, score: str) -> np.ndarray:
+        """A per-block score over blocks ``1..L`` (NaN where missing), ``(L,)``."""
+        rows = self.scores[self.scores["score"] == score]
+        return rows.set_index("layer")["value"].reindex(range(1, self.depth + 1)).to_numpy(float)  # (L,)
+
+    def model_score(self, score: str) -> float:
+        """A model-level score (its row at layer 0), NaN where missing."""
+        rows = self.scores[(self.scores["score"] == score) & (self.scores["layer"] == 0)]["value"]
+        return float(rows.iloc[0]) if len(rows) else math.nan
+
+    def last_profile(self) -> np.ndarray:
+        """The variance profile of the last logged step, ``(L+1,)`` (NaN without one)."""
+        return self.profiles[max(self.profiles)] if self.profiles else np.full(self.depth + 1, math.nan)
+
+
+@dataclass(frozen=True)
+class ModelStatistics:
+    """Every statistic of one model at one stage (module docstring); NaN where its evidence lacks what one
+    needs."""
+
+    val_loss: float
+    train_loss: float
+    loss_slope: float
+    var_last: float
+    var_growth: float
+    growth_exponent: float
+    growth_rate: float
+    growth_step: float
+    exponential_step_share: float
+    jac_dev_mean: float
+    jac_dev_log_ratio: float
+    prune_deep: float
+    prune_deep_minus_shallow: float
+    removable_share: float
+    angular_deep: float
+    angular_deep_last: float
+    usefulness_log: float
+    usefulness_fraction: float
+    causal_mean: float
+    permutation_mean: float
+
+    def value(self, name: str) -> float:
+        """The statistic ``name`` (ValueError naming the allowed ones)."""
+        if name not in STATISTICS:
+            raise ValueError(f"statistic={name!r} is not allowed: one of {', '.join(STATISTICS)}")
+        return getattr(self, name)
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    @classmethod
+    def missing(cls) -> "ModelStatistics":
+        """Every statistic NaN (a model that failed or is pending)."""
+        return cls(**dict.fromkeys(STATISTICS, math.nan))
+
+
+STATISTICS = tuple(f.name for f in fields(ModelStatistics))
+
+
+def halves(values: np.ndarray) -> tuple[float, float]:
+    """(mean over the shallow half, mean over the deep half) of a per-block array (NaN-aware).
+
+    >>> halves(np.array([1.0, 3.0, np.nan, 5.0]))
+    (2.0, 5.0)
+    """
+    cut = len(values) // 2
+    return _mean(values[:cut]), _mean(values[cut:])
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.nanmean(values)) if np.isfinite(values).any() else math.nan
+
+
+def _log(value: float) -> float:
+    return math.log(value) if value > 0 else math.nan
+
+
+def _growth_statistics(profiles: dict) -> dict[str, float]:
+    if not profiles:
+        return dict.fromkeys(("var_last", "var_growth", "growth_exponent", "growth_rate", "growth_step",
+                              "exponential_step_share"), math.nan)
+    last = profiles[max(profiles)]  # (L+1,)
+    summary = growth_summary(last)
+    later = [growth_summary(var).label for step, var in profiles.items() if step > 0]
+    return {"var_last": _log(last[-1]), "var_growth": _log(last[-1] / last[1]) if len(last) > 1 else math.nan,
+            "growth_exponent": summary.exponent.estimate, "growth_rate": summary.rate.estimate,
+            "growth_step": summary.step.estimate,
+            "exponential_step_share": float(np.mean([label == "exponential" for label in later])) if later
+            else math.nan}
+
+
+def model_statistics(evidence: ModelEvidence) -> ModelStatistics:
+    """Every statistic of :data:`STATISTICS` for one model at one stage (module docstring)."""
+    base = evidence.model_score("loss")
+    prune = evidence.block_values("prune")  # (L,)
+    prune_shallow, prune_deep = halves(prune)
+    jac_shallow, jac_deep = halves(evidence.block_values("jac_dev"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        log_use = np.log(evidence.block_values("usefulness"))  # (L,)
+    finite_prune = prune[np.isfinite(prune)]  # (L',)
+    return ModelStatistics(
+        **_growth_statistics(evidence.profiles),
+        val_loss=base,
+        train_loss=float(evidence.train_loss[-1]) if len(evidence.train_loss) else math.nan,
+        loss_slope=loss_slope(evidence.train_steps, evidence.train_loss),
+        jac_dev_mean=_mean(evidence.block_values("jac_dev")),
+        jac_dev_log_ratio=_log(jac_deep / jac_shallow) if jac_shallow > 0 else math.nan,
+        prune_deep=prune_deep, prune_deep_minus_shallow=prune_deep - prune_shallow,
+        removable_share=float(np.mean(finite_prune < REMOVABLE_FRACTION * base))
+        if finite_prune.size and np.isfinite(base) else math.nan,
+        angular_deep=halves(evidence.block_values("angular_all"))[1],
+        angular_deep_last=halves(evidence.block_values("angular_last"))[1],
+        usefulness_log=_mean(log_use), usefulness_fraction=evidence.model_score("usefulness_fraction"),
+        causal_mean=_mean(evidence.block_values("causal")),
+        permutation_mean=_mean(evidence.block_values("permutation")))
