@@ -14,9 +14,10 @@ each stage (:mod:`simulate.claims.definitions` says what each claim states):
 - a knob claim: for a group that differs from a Pre-LN group only in the claim's knob and is
   its sparser side, the same difference against that reference.
 
-A claim whose statistic none of the runs measures (the angular scores are not among
-:data:`VERIFY_GROUPS`) and the claims that speak only of a trend along an axis are left to
-studies.
+The angular claims (the angular scores are not among :data:`VERIFY_GROUPS`) and the claims
+that speak only of a trend along an axis are left to studies. A claim whose statistic is
+undefined for every run of a group (the logarithm of a pruning drop that is not positive, as
+at initialisation) gives a row ``not measured`` that says so.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ import numpy as np
 
 from simulate.claims.definitions import CLAIMS, KNOBS, Claim, Kind, sparser
 from simulate.claims.growth import growth_summary, judge_growth
-from simulate.claims.intervals import difference_interval, t_interval
+from simulate.claims.intervals import NO_INTERVAL, difference_interval, t_interval
 from simulate.claims.judgement import Judgement
 from simulate.claims.statistics import ModelEvidence, model_statistics
+from simulate.claims.verdicts import Verdict
 from simulate.scores.compute import ScoreOptions
 
 __all__ = ["VERIFY_OPTIONS", "VERIFY_GROUPS", "JudgedRun", "RunJudgement", "judged_run", "judge_runs"]
@@ -113,6 +115,15 @@ def _measured(values) -> bool:
     return bool(np.isfinite(list(values)).any())
 
 
+_UNSCORED = ("angular_deep", "angular_deep_last", "angular_deep_log", "angular_deep_last_log")  # no angular scores
+
+
+def _not_measured(claim: Claim, n: int) -> Judgement:
+    return Judgement(claim, claim.statistic, NO_INTERVAL, Verdict.NOT_MEASURED, n,
+                     comment=f"{claim.statistic} is undefined for every run (a logarithm of a value that is not "
+                             "positive, or a score that is missing)")
+
+
 def _claim_words(claim: Claim, estimate, means: str = "") -> str:
     side = "> 0" if claim.sign > 0 else "< 0"
     return f"{claim.statistic} ({claim.describe_sides}) = {estimate.format()}{means}; claim: {side}"
@@ -130,18 +141,22 @@ def _group_judgements(runs: list[JudgedRun], first: bool) -> list[tuple[Judgemen
             out += [(j, depth) for j in judge_growth(claim, growth_summary(curves))]
         elif claim.kind is Kind.SIGNED and claim.sign is not None:
             values = _by_seed(runs, first, claim.statistic)
-            if _measured(values.values()):
-                estimate = t_interval(list(values.values()))
-                out.append((Judgement(claim, claim.statistic, estimate, estimate.signed_verdict(claim.sign),
-                                      len(values), comment=_claim_words(claim, estimate)), depth))
+            if not _measured(values.values()):
+                out.append((_not_measured(claim, len(values)), depth))
+                continue
+            estimate = t_interval(list(values.values()))
+            out.append((Judgement(claim, claim.statistic, estimate, estimate.signed_verdict(claim.sign),
+                                  len(values), comment=_claim_words(claim, estimate)), depth))
     return out
 
 
 def _difference(claim: Claim, first_runs, second_runs, first: bool) -> Judgement | None:
-    """The claim's statistic, ``first_runs`` minus ``second_runs`` (None where neither side measures it)."""
+    """The claim's statistic, ``first_runs`` minus ``second_runs`` (None for a statistic verify does not score)."""
+    if claim.statistic in _UNSCORED:
+        return None
     a, b = _by_seed(first_runs, first, claim.statistic), _by_seed(second_runs, first, claim.statistic)
     if not (_measured(a.values()) and _measured(b.values())):
-        return None
+        return _not_measured(claim, len(a) + len(b))
     estimate, n, method = difference_interval(a, b)
     means = f" ({np.nanmean(list(a.values())):.4g} against {np.nanmean(list(b.values())):.4g}, {method})"
     return Judgement(claim, claim.statistic, estimate, estimate.signed_verdict(claim.sign), n,

@@ -14,8 +14,11 @@ A study's models are judged here from their :class:`~simulate.claims.statistics.
     logged step in its ``detail``.
 ``trends``
     One row per claim, study axis and group (the values of the swept fields that stay fixed
-    along the axis): the slope against log(axis) (:func:`simulate.claims.trends.fit_trend`),
-    the claimed direction and its verdict, and the zero crossing of a signed claim.
+    along the axis), at the level of the design (:mod:`simulate.claims.trends`): the slope of
+    the cell means against log(axis) with its lack-of-fit p, the difference between the last
+    and the first cell, the method of the direction verdict with its raw and Holm-adjusted p
+    (the family: every direction verdict of the table), the claimed direction and its verdict,
+    and where a signed claim's cell means change sign.
 
 Verdict of the every-step claim at a cell: ``holds`` when the pooled growth class is
 exponential with a rate interval above 0 at every logged step after step 0, ``violated``
@@ -31,16 +34,18 @@ import pandas as pd
 
 from simulate.claims.definitions import CLAIMS, Claim, Kind
 from simulate.claims.growth import growth_summary, judge_growth
-from simulate.claims.intervals import Interval, NO_INTERVAL, difference_interval, t_interval
-from simulate.claims.trends import describe_crossing, direction_verdict, fit_trend, zero_crossing
+from simulate.claims.intervals import Interval, NO_INTERVAL, difference_interval, share_interval, t_interval
+from simulate.claims.statistics import SHARE_STATISTICS
+from simulate.claims.trends import cell_crossing, describe_crossing, direction_verdict, fit_trend, holm
 from simulate.claims.verdicts import Verdict
 
 __all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "claim_samples", "level_rows", "trend_rows"]
 
 LEVEL_COLUMNS = ("claim", "source", "statistic", "scheme", "n", "mean", "low", "high", "verdict", "growth_class",
                  "detail")  # the cell's fields come after "scheme"
-TREND_COLUMNS = ("claim", "source", "statistic", "scheme", "axis", "group", "n", "failed", "pending", "slope", "low",
-                 "high", "direction", "verdict", "crossing", "crossing_low", "crossing_high", "crossing_note")
+TREND_COLUMNS = ("claim", "source", "statistic", "scheme", "axis", "group", "n", "failed", "pending", "cells", "slope",
+                 "low", "high", "lack_of_fit_p", "contrast", "contrast_low", "contrast_high", "method", "p_value",
+                 "p_adjusted", "direction", "verdict", "crossing", "crossing_low", "crossing_high", "crossing_note")
 
 
 def claim_samples(claim: Claim, models, fields) -> list[tuple[tuple, float]]:
@@ -103,6 +108,9 @@ def _level(claim: Claim, members) -> tuple[Interval, int]:
             return NO_INTERVAL, 0
         return difference_interval(*by_seed)[:2]
     values = list(by_seed[0].values())
+    if claim.statistic in SHARE_STATISTICS:  # a share of blocks: never a zero-width interval
+        blocks = [m.stats.blocks for m in ok if m.scheme == claim.schemes[0]]
+        return share_interval(values, blocks), int(np.isfinite(values).sum())
     return t_interval(values), int(np.isfinite(values).sum())
 
 
@@ -119,13 +127,16 @@ def level_rows(claim_ids, models, fields) -> pd.DataFrame:
                 rows += _every_step_levels(claim, fields, cell, members)
             else:
                 estimate, n = _level(claim, members)
-                verdict = estimate.signed_verdict(claim.sign) if claim.sign is not None else ""
+                verdict = "" if claim.sign is None else (
+                    Verdict.NOT_MEASURED if math.isnan(estimate.estimate) else estimate.signed_verdict(claim.sign))
                 rows.append(_level_row(claim, fields, cell, claim.statistic, estimate, n, verdict))
     columns = [*LEVEL_COLUMNS[:4], *fields, *LEVEL_COLUMNS[4:]]
     return pd.DataFrame(rows, columns=columns)
 
 
-def _trend_row(claim: Claim, axis: str, group: dict, members) -> dict:
+def _trend_row(claim: Claim, axis: str, group: dict, members) -> tuple[dict, object]:
+    """One row of the trends table and its :class:`~simulate.claims.trends.Trend` (the verdict comes later,
+    from the family's adjusted p-values)."""
     samples = claim_samples(claim, members, (axis,))
     x = np.array([cell[0] for cell, _ in samples], dtype=float)  # (n,)
     y = np.array([value for _, value in samples], dtype=float)  # (n,)
@@ -136,25 +147,32 @@ def _trend_row(claim: Claim, axis: str, group: dict, members) -> dict:
     row = {"claim": claim.id, "source": claim.source, "statistic": claim.statistic,
            "scheme": "-".join(claim.schemes), "axis": axis, **group,
            "group": ", ".join(f"{k}={v}" for k, v in group.items()) or "all", "n": trend.n, "failed": failed,
-           "pending": pending, "slope": trend.slope, "low": trend.low, "high": trend.high,
-           "direction": {1: "rises", -1: "falls", None: ""}[direction],
-           "verdict": str(direction_verdict(trend, direction)), "crossing": math.nan, "crossing_low": math.nan,
-           "crossing_high": math.nan, "crossing_note": ""}
-    if claim.sign is not None and x.size:
-        crossing = zero_crossing(trend, float(x.min()), float(x.max()))
+           "pending": pending, "cells": trend.cells, "slope": trend.slope.estimate, "low": trend.slope.low,
+           "high": trend.slope.high, "lack_of_fit_p": trend.lack_of_fit, "contrast": trend.contrast.estimate,
+           "contrast_low": trend.contrast.low, "contrast_high": trend.contrast.high, "method": trend.method,
+           "p_value": trend.p_value if direction is not None else math.nan, "p_adjusted": math.nan,
+           "direction": {1: "rises", -1: "falls", None: ""}[direction], "verdict": "", "crossing": math.nan,
+           "crossing_low": math.nan, "crossing_high": math.nan, "crossing_note": ""}
+    if claim.sign is not None:
+        crossing = cell_crossing(x, y)
         row.update(crossing=crossing.estimate, crossing_low=crossing.low, crossing_high=crossing.high,
                    crossing_note=describe_crossing(crossing, axis))
-    return row
+    return row, trend
 
 
 def trend_rows(claim_ids, models, axes, group_fields) -> pd.DataFrame:
     """The trends table (module docstring): per claim of ``claim_ids``, axis of ``axes`` and group of the fields
     ``group_fields(axis)`` that stay fixed along it."""
-    rows = []
+    rows, trends = [], []
     for claim in (CLAIMS[name] for name in claim_ids):
         for axis in axes:
             fields = group_fields(axis)
             for group in sorted({m.cell(fields) for m in models}):
                 members = [m for m in models if m.cell(fields) == group]
-                rows.append(_trend_row(claim, axis, dict(zip(fields, group)), members))
+                row, trend = _trend_row(claim, axis, dict(zip(fields, group)), members)
+                rows.append(row)
+                trends.append((trend, claim.direction(axis)))
+    adjusted = holm([row["p_value"] for row in rows])  # the family: every direction verdict of the table
+    for row, (trend, direction), p in zip(rows, trends, adjusted):
+        row.update(p_adjusted=p, verdict=str(direction_verdict(trend, direction, p)))
     return pd.DataFrame(rows, columns=None if rows else list(TREND_COLUMNS))

@@ -8,6 +8,13 @@ trend), the direction it claims along each axis (``directions``), and its :class
 A ``knob`` claim (P2's sparsity knobs) compares a run with the sparser value of one Setting
 field against the Pre-LN reference that differs from it only there (:data:`KNOBS`).
 
+Every claim judged along depth reads a statistic that does not shrink as ``1/L`` merely because
+blocks multiply (docs/studies.md#the-claims): P1 compares deep with shallow blocks of one model
+(a log ratio of the two halves) and LNS with Pre-LN (a log ratio of the two schemes); P2's
+per-block scores are judged by their total over the blocks, which holds them against the null
+that a constant total is shared equally over ``L`` blocks (a per-block mean falls as ``1/L``
+under it; the total stays).
+
 Who judges what (one judge each, over the same per-model statistics):
 
 - ``verify --trained`` (:mod:`simulate.claims.across_runs`): every signed, growth and knob
@@ -139,33 +146,32 @@ CLAIMS: dict[str, Claim] = {claim.id: claim for claim in (
     Claim("p1-thm-3.3-jac", "P1 Theorem 3.3", "deep Pre-LN blocks are nearer the identity than shallow ones: "
           "log(jac_dev deep half / shallow half) < 0", "jac_dev_log_ratio", ("pre",), sign=-1),
     Claim("p1-thm-3.3-prune", "P1 Theorem 3.3 and Fig. 1", "deep Pre-LN blocks are cheaper to delete than "
-          "shallow ones: pruning drop deep half minus shallow half < 0", "prune_deep_minus_shallow", ("pre",),
-          sign=-1),
+          "shallow ones: log(pruning drop deep half / shallow half) < 0", "prune_log_ratio", ("pre",), sign=-1),
     Claim("p1-lns-growth", "P1 Sec. 4 (LayerNorm Scaling bound)", "LNS variance grows polynomially: "
           "p in [1, 2)", "growth_exponent", ("lns",), directions=_NONE, kind=Kind.GROWTH,
           growth=GrowthRule(1.0, 2.0, False, False), lemma="p1-lns"),
     Claim("p1-lns-loss", "P1 Sec. 5 (perplexity 130M 26.73 -> 25.76, 1B 17.02 -> 15.71)", "LNS lowers the "
           "held-out loss: LNS minus Pre-LN < 0", "val_loss", ("lns", "pre"), sign=-1),
     Claim("p1-lns-prune", "P1 Sec. 5 (layer pruning under LNS)", "deep LNS blocks matter more than deep Pre-LN "
-          "ones: deep-half pruning drop LNS minus Pre-LN > 0", "prune_deep", ("lns", "pre"), sign=1),
+          "ones: log(deep-half pruning drop LNS / Pre-LN) > 0", "prune_deep_log", ("lns", "pre"), sign=1),
     Claim("p1-lns-angular", "P1 Sec. 5 (angular distance of deep layers from near 0 to above 0.6)", "LNS raises "
-          "the angular distance of deep blocks: deep-half angular distance LNS minus Pre-LN > 0", "angular_deep",
-          ("lns", "pre"), sign=1),
+          "the angular distance of deep blocks: log(deep-half angular distance LNS / Pre-LN) > 0",
+          "angular_deep_log", ("lns", "pre"), sign=1),
     Claim("p1-lns-angular-last", "P1 Sec. 5, as its code measures it (last token)", "the same with the last "
-          "token's angular distance: LNS minus Pre-LN > 0", "angular_deep_last", ("lns", "pre"), sign=1),
+          "token's angular distance: log(LNS / Pre-LN) > 0", "angular_deep_last_log", ("lns", "pre"), sign=1),
     Claim("p2-depth-var-last", "P2 Sec. 2, Fig. 2(a)", "Pre-LN last-layer variance rises with depth",
           "var_last", ("pre",), directions={"depth": 1}),
-    Claim("p2-depth-jac", "P2 Sec. 2, Fig. 2(b) and Fig. 3", "Pre-LN ||J - I||_F falls with depth",
-          "jac_dev_mean", ("pre",), directions={"depth": -1}),
-    Claim("p2-depth-causal", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN causal score falls with depth", "causal_mean",
-          ("pre",), directions={"depth": -1}),
-    Claim("p2-depth-permutation", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN permutation score falls with depth",
-          "permutation_mean", ("pre",), directions={"depth": -1}),
+    Claim("p2-depth-jac", "P2 Sec. 2, Fig. 2(b) and Fig. 3", "Pre-LN ||J - I||_F falls with depth beyond "
+          "dilution: the stack's total sum_l ||J_l - I|| falls", "jac_dev_total", ("pre",), directions={"depth": -1}),
+    Claim("p2-depth-causal", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN causal score falls with depth beyond dilution: "
+          "its total over the blocks falls", "causal_total", ("pre",), directions={"depth": -1}),
+    Claim("p2-depth-permutation", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN permutation score falls with depth beyond "
+          "dilution: its total over the blocks falls", "permutation_total", ("pre",), directions={"depth": -1}),
     Claim("p2-depth-usefulness", "P2 Sec. 2, Table 1 (0.75 at L=12 to 0.53 at L=32)", "the share of significant "
           "Pre-LN blocks (usefulness > 1.1) falls with depth", "usefulness_fraction", ("pre",),
           directions={"depth": -1}),
-    Claim("p2-depth-usefulness-ratio", "P2 Sec. 2, Fig. 2(c)", "the mean Pre-LN usefulness mean_l log(L_lin/L) "
-          "falls with depth", "usefulness_log", ("pre",), directions={"depth": -1}),
+    Claim("p2-depth-usefulness-ratio", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN usefulness falls with depth beyond "
+          "dilution: sum_l log(L_lin/L) falls", "usefulness_log_total", ("pre",), directions={"depth": -1}),
     *_knob_claims("weight_decay", "p2-thm-3", "P2 Theorem 3"),
     *_knob_claims("tokens", "p2-thm-4", "P2 Theorem 4"),
     *_knob_claims("kv_heads", "p2-gqa", "P2 Sec. 4 (GQA)"),

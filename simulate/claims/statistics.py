@@ -21,19 +21,34 @@ the rest (docs/scores.md). Profiles are the probe batch's ``var`` over layers ``
 ``growth_step``             ``q`` of the per-layer factor ``1 + c sigma^(-q)`` at the last step
 ``exponential_step_share``  the share of logged steps after step 0 at which the profile's growth
                             class is exponential (:func:`simulate.claims.growth.growth_summary`)
+``blocks``                  ``L``, the number of blocks (the trials of a share of blocks)
 ``jac_dev_mean``            ``mean_l ||J_l - I||_F / sqrt(T d)``
+``jac_dev_total``           ``L * jac_dev_mean``: the whole stack's distance from the identity
 ``jac_dev_log_ratio``       ``log(jac_dev deep half / shallow half)``
 ``prune_deep``              deep-half mean pruning drop (nats)
+``prune_deep_log``          ``log prune_deep`` (two schemes' difference: the log of their ratio)
 ``prune_deep_minus_shallow``  deep-half minus shallow-half mean pruning drop
+``prune_log_ratio``         ``log(prune deep half / shallow half)``
 ``removable_share``         the share of blocks whose pruning drop is below
                             :data:`REMOVABLE_FRACTION` of the base loss
 ``angular_deep``            deep-half mean angular distance ``d(x_{l-1}, x_l)``, all tokens
 ``angular_deep_last``       the same, last token (P1's code)
+``angular_deep_log``,       ``log angular_deep``, ``log angular_deep_last``
+``angular_deep_last_log``
 ``usefulness_log``          ``mean_l log(L_lin / L)``
+``usefulness_log_total``    ``sum_l log(L_lin / L)`` (``L * usefulness_log``)
 ``usefulness_fraction``     the share of blocks with ``L_lin / L > 1.1`` (P2's global score)
 ``causal_mean``             mean causal score over blocks ``1..L-1``
+``causal_total``            their sum over blocks ``1..L-1``
 ``permutation_mean``        mean permutation score over the blocks (each block: over its pairs)
+``permutation_total``       ``L * permutation_mean``
 ==========================  ====================================================================
+
+A per-block mean shrinks as ``1/L`` when a fixed amount of work is shared over more blocks,
+whatever a claim says; a ratio of two halves of one model, a log ratio of two schemes, a share
+or a total over the blocks does not (:data:`simulate.claims.definitions.CLAIMS` judges those
+along depth; docs/studies.md says which and why). A logarithm of a value that is not positive
+is NaN (a model whose deep blocks cost nothing to remove has no ratio).
 
 >>> import pandas as pd
 >>> scores = pd.DataFrame({"layer": [1, 2, 3, 4, 0], "score": ["prune"] * 4 + ["loss"],
@@ -54,9 +69,10 @@ import pandas as pd
 from simulate.claims.growth import growth_summary
 from simulate.training.report import loss_slope
 
-__all__ = ["REMOVABLE_FRACTION", "STATISTICS", "ModelEvidence", "ModelStatistics", "halves", "model_statistics"]
+__all__ = ["REMOVABLE_FRACTION", "SHARE_STATISTICS", "STATISTICS", "ModelEvidence", "ModelStatistics", "halves", "model_statistics"]
 
 REMOVABLE_FRACTION = 0.01  # a block is removable when deleting it costs less than 1 % of the base loss
+SHARE_STATISTICS = ("removable_share", "usefulness_fraction")  # shares of a model's blocks (intervals: share_interval)
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,7 @@ class ModelStatistics:
     needs."""
 
     val_loss: float
+    blocks: float
     train_loss: float
     loss_slope: float
     var_last: float
@@ -105,16 +122,24 @@ class ModelStatistics:
     growth_step: float
     exponential_step_share: float
     jac_dev_mean: float
+    jac_dev_total: float
     jac_dev_log_ratio: float
     prune_deep: float
+    prune_deep_log: float
     prune_deep_minus_shallow: float
+    prune_log_ratio: float
     removable_share: float
     angular_deep: float
     angular_deep_last: float
+    angular_deep_log: float
+    angular_deep_last_log: float
     usefulness_log: float
+    usefulness_log_total: float
     usefulness_fraction: float
     causal_mean: float
+    causal_total: float
     permutation_mean: float
+    permutation_total: float
 
     def value(self, name: str) -> float:
         """The statistic ``name`` (ValueError naming the allowed ones)."""
@@ -148,6 +173,11 @@ def _mean(values: np.ndarray) -> float:
     return float(np.nanmean(values)) if np.isfinite(values).any() else math.nan
 
 
+def _total(values: np.ndarray) -> float:
+    """The sum over the blocks (NaN when any block is missing: a total needs every block)."""
+    return float(values.sum()) if values.size and np.isfinite(values).all() else math.nan
+
+
 def _log(value: float) -> float:
     return math.log(value) if value > 0 else math.nan
 
@@ -175,18 +205,24 @@ def model_statistics(evidence: ModelEvidence) -> ModelStatistics:
     with np.errstate(invalid="ignore", divide="ignore"):
         log_use = np.log(evidence.block_values("usefulness"))  # (L,)
     finite_prune = prune[np.isfinite(prune)]  # (L',)
+    jac_dev, causal = evidence.block_values("jac_dev"), evidence.block_values("causal")  # (L,) each
+    angular_deep = halves(evidence.block_values("angular_all"))[1]
+    angular_deep_last = halves(evidence.block_values("angular_last"))[1]
+    permutation = _mean(evidence.block_values("permutation"))
     return ModelStatistics(
         **_growth_statistics(evidence.profiles),
-        val_loss=base,
+        val_loss=base, blocks=float(evidence.depth),
         train_loss=float(evidence.train_loss[-1]) if len(evidence.train_loss) else math.nan,
         loss_slope=loss_slope(evidence.train_steps, evidence.train_loss),
-        jac_dev_mean=_mean(evidence.block_values("jac_dev")),
+        jac_dev_mean=_mean(jac_dev), jac_dev_total=_total(jac_dev),
         jac_dev_log_ratio=_log(jac_deep / jac_shallow) if jac_shallow > 0 else math.nan,
-        prune_deep=prune_deep, prune_deep_minus_shallow=prune_deep - prune_shallow,
+        prune_deep=prune_deep, prune_deep_log=_log(prune_deep), prune_deep_minus_shallow=prune_deep - prune_shallow,
+        prune_log_ratio=_log(prune_deep / prune_shallow) if prune_shallow > 0 else math.nan,
         removable_share=float(np.mean(finite_prune < REMOVABLE_FRACTION * base))
         if finite_prune.size and np.isfinite(base) else math.nan,
-        angular_deep=halves(evidence.block_values("angular_all"))[1],
-        angular_deep_last=halves(evidence.block_values("angular_last"))[1],
-        usefulness_log=_mean(log_use), usefulness_fraction=evidence.model_score("usefulness_fraction"),
-        causal_mean=_mean(evidence.block_values("causal")),
-        permutation_mean=_mean(evidence.block_values("permutation")))
+        angular_deep=angular_deep, angular_deep_last=angular_deep_last, angular_deep_log=_log(angular_deep),
+        angular_deep_last_log=_log(angular_deep_last),
+        usefulness_log=_mean(log_use), usefulness_log_total=_total(log_use),
+        usefulness_fraction=evidence.model_score("usefulness_fraction"),
+        causal_mean=_mean(causal), causal_total=_total(causal[:-1]),  # block L has no causal score
+        permutation_mean=permutation, permutation_total=evidence.depth * permutation)

@@ -29,6 +29,7 @@ class Verdict(str, Enum):
     NOT_MEASURED = "not measured"
     NOT_APPLICABLE = "not applicable at init"
     NO_DIRECTION = "no direction claimed"
+    TOO_FEW_AXIS_VALUES = "too few axis values"
 
     def __str__(self) -> str:
         return self.value

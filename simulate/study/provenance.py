@@ -89,7 +89,9 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         "What is here: each study's spec as it ran (`NAME/spec.toml`), its reports (`study.md`, `levels.csv`, "
         "`trends.csv`, `points.parquet`), the variance laws (`extrapolation.md`, `.csv`) when a study runs along "
         "depth, `summary.csv` when the last run reached its end, and one long table per model "
-        "(`points/KEY.parquet`, values in float32, zstd); no weights.", "",
+        "(`points/KEY.parquet`, values in float32, zstd); no weights."
+        + (" `reanalysis.md`: the verdicts that changed when these models were re-analysed by a later claims "
+           "engine (old -> new, and why)." if (Path(folder) / "reanalysis.md").is_file() else ""), "",
         "## How it was made", "",
         "```bash",
         f"python -m simulate study {spec_list} --out {out}  # --order, --workers: when a model trains, not what",

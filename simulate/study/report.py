@@ -65,6 +65,11 @@ def _interval(mean, low, high, spec: str = ".3g") -> str:
     return Interval(mean, low, high).format(spec)
 
 
+def _p_pair(raw: float, adjusted: float) -> str:
+    """``raw (adjusted)`` p-values, '' without a test."""
+    return f"{raw:.2g} ({adjusted:.2g})" if raw == raw else ""
+
+
 def _header(study, points: pd.DataFrame, command: str) -> list[str]:
     counts = points["status"].value_counts()
     codes = sorted(c for c in points["code"].dropna().unique() if c)
@@ -78,8 +83,12 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
              f"- Code versions of the models: {', '.join(codes) or 'none yet'}",
              f"- Trained between {finished.min()} and {finished.max()}" if len(finished) else "- Not trained yet",
              f"- Training and scoring time of the models: {seconds / 3600:.2f} h of one thread",
-             "- Intervals: 95 % t intervals over seeds (a difference of two schemes paired by seed); trends: "
-             "least-squares slope against log(axis) per e-fold with its t interval; docs/studies.md"]
+             "- Intervals: 95 % t intervals over seeds (a difference of two schemes paired by seed); shares of "
+             "blocks: the wider of the t interval over seeds and Wilson's over the blocks pooled. Trends at the level "
+             "of the design: the cell means' least-squares slope against log(axis) per e-fold (t on cells - 2 dof) "
+             "with the line's lack-of-fit test; a rejected line (p < 0.05) leaves the verdict to the last minus the "
+             "first cell (Welch); two axis values give no direction verdict. The family of a report's direction "
+             "verdicts is adjusted by Holm's method and the verdicts read the adjusted p; docs/studies.md"]
     if study.tuned:
         lines.append(f"- Learning rate: tuned per scheme and cell over {', '.join(f'{v:g}' for v in study.tune_lr)} "
                      f"on seed{'s' * (len(study.tune_seeds) > 1)} {', '.join(map(str, study.tune_seeds))} (lowest mean "
@@ -105,7 +114,11 @@ def _trend_section(trends: pd.DataFrame) -> list[str]:
     table = pd.DataFrame({
         "claim": trends["claim"], "statistic": trends["statistic"], "scheme": trends["scheme"],
         "axis": trends["axis"], "group": trends["group"],
-        "slope per e-fold": [_interval(r.slope, r.low, r.high) for r in trends.itertuples()],
+        "cells": trends["cells"],
+        "slope per e-fold (cell means)": [_interval(r.slope, r.low, r.high) for r in trends.itertuples()],
+        "line's lack of fit p": [f"{p:.2g}" if p == p else "" for p in trends["lack_of_fit_p"]],
+        "last minus first cell": [_interval(r.contrast, r.contrast_low, r.contrast_high) for r in trends.itertuples()],
+        "verdict from": trends["method"], "p (Holm)": [_p_pair(r.p_value, r.p_adjusted) for r in trends.itertuples()],
         "claimed": trends["direction"], "verdict": trends["verdict"],
         "models": [f"{r.n}" + (f" ({r.failed} failed)" if r.failed else "") + (f" ({r.pending} pending)"
                    if r.pending else "") for r in trends.itertuples()],
@@ -134,8 +147,12 @@ def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[st
                 table["detail"] = rows["detail"].to_numpy()
             lines += ["", markdown_table(table)]
         for row in (trends[trends["claim"] == name] if len(trends) else trends).itertuples():
-            lines.append(f"\nTrend along {row.axis} ({row.group}): slope {_interval(row.slope, row.low, row.high)} "
-                         f"per e-fold over {row.n} models" + (f", claimed: {row.direction}" if row.direction else "")
+            lines.append(f"\nTrend along {row.axis} ({row.group}): slope of the cell means "
+                         f"{_interval(row.slope, row.low, row.high)} per e-fold over {row.cells} axis values "
+                         f"({row.n} models), last minus first cell "
+                         f"{_interval(row.contrast, row.contrast_low, row.contrast_high)}"
+                         + (f", claimed: {row.direction}, judged by the {row.method} (p {_p_pair(row.p_value, row.p_adjusted)})"
+                            if row.direction else "")
                          + f" -> **{row.verdict}**" + (f"; {row.crossing_note}" if row.crossing_note else "") + ".")
     return lines
 

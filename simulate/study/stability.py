@@ -11,7 +11,9 @@ annealed" (how much that matters is measured in docs/studies.md#stability). Each
 - ``stable``: the row of the shorter models (same claim, statistic, scheme, cell or group)
   has the same verdict;
 - ``flips between step n and N (a -> b)``: it has another one;
-- empty: the row is itself of the shorter models, or has no partner or no verdict.
+- empty: the row is itself of the shorter models, or has no partner, or one of the two is
+  no judgement (``too few axis values``, ``not measured``, ``no direction claimed``, no
+  models yet).
 
 >>> import pandas as pd
 >>> rows = pd.DataFrame({"claim": ["c", "c", "d", "d"], "steps": [50, 100, 50, 100],
@@ -24,7 +26,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from simulate.claims.verdicts import Verdict
+
 __all__ = ["stability_column"]
+
+_JUDGED = (Verdict.HOLDS, Verdict.VIOLATED, Verdict.INCONCLUSIVE)  # the verdicts that can be stable or flip
 
 
 def stability_column(rows: pd.DataFrame, keys, stability: tuple[int, int] | None) -> pd.Series:
@@ -33,11 +39,12 @@ def stability_column(rows: pd.DataFrame, keys, stability: tuple[int, int] | None
         return pd.Series([""] * len(rows), index=rows.index, dtype=object)
     shorter, full = stability
     paired = rows[list(keys)].astype(object).where(rows[list(keys)].notna(), "")  # a field a row lacks pairs as ''
-    earlier = {tuple(paired.loc[i]): rows.at[i, "verdict"] for i in rows.index[rows["steps"] == shorter]}
+    judged = rows["verdict"].isin(_JUDGED) & (rows["n"] > 0 if "n" in rows else True)  # (rows,)
+    earlier = {tuple(paired.loc[i]): rows.at[i, "verdict"] for i in rows.index[(rows["steps"] == shorter) & judged]}
 
     def word(row) -> str:
         before = earlier.get(tuple(paired.loc[row.name]))
-        if row["steps"] != full or not before or not row["verdict"]:
+        if row["steps"] != full or not before or not judged[row.name]:
             return ""
         return "stable" if before == row["verdict"] else \
             f"flips between step {shorter} and {full} ({before} -> {row['verdict']})"

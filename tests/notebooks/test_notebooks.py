@@ -31,6 +31,7 @@ FIGURE_CALL = (r"\b(profile_figure|sweep_figure|exponent_panel|plot_summary|new_
 VERDICT = (r"(agrees with the measurement|is never crossed|is within \d+% of the measurement"
            r"|differs from the measurement)")
 VERDICT_WORD = r"\((holds|violated|inconclusive)\)"
+VERDICT_OR_UNMEASURED = r"\((holds|violated|inconclusive|not measured)\)"  # a log ratio of drops that are not positive
 # What each notebook must print (regular expressions over its executed text); every notebook has an entry.
 PRINTED = {
     "01_curse_of_depth": [
@@ -66,8 +67,8 @@ PRINTED = {
         r"uniform guess\)",
         r"lns: more than half the blocks above a = sigma/L (from step \d+ on|at no logged step)",
         r"1\. Growth class after training: Pre-LN (polynomial|exponential) \(p = [\d.]+( \[[\d.]+, ([\d.]+|inf)\])?, q = ",
-        r"- pruning drop, deep minus shallow half \(claim < 0\): trained \S+ " + VERDICT_WORD + r"; step 0 \S+ "
-        + VERDICT_WORD,
+        r"- pruning drop, log\(deep half / shallow half\) \(claim < 0\): trained \S* ?" + VERDICT_OR_UNMEASURED
+        + r"; step 0 \S* ?" + VERDICT_OR_UNMEASURED,
         r"- held-out loss, LNS minus Pre-LN \(claim < 0\): trained \S+ " + VERDICT_WORD,
         r"- weight decay: mean log\(L_lin/L\) vs reference \(claim > 0\): trained \S+ " + VERDICT_WORD,
     ],

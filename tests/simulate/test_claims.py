@@ -12,7 +12,7 @@ from scipy import stats
 from simulate.claims import (CLAIMS, Interval, Verdict, difference_interval, growth_claim, growth_summary,
                              judge_growth, t_interval, welch_interval)
 
-ALLOWED = {Verdict.HOLDS, Verdict.VIOLATED, Verdict.INCONCLUSIVE}
+ALLOWED = {Verdict.HOLDS, Verdict.VIOLATED, Verdict.INCONCLUSIVE, Verdict.NOT_MEASURED}
 
 
 def _verdicts(lemma: str, summary) -> dict:
@@ -51,15 +51,38 @@ def test_exponential_and_logarithmic_growth():
     assert _verdicts("p1-lns", expo) == {"var_growth": "violated"}, expo.rate
 
 
-def test_an_exponential_class_whose_rate_interval_holds_0_does_not_violate_lns():
-    # Three seeds whose pooled residuals favour the exponential fit by a hair (an LNS run at
-    # d=64, L=16 gave rate 0.21 [-0.18, 0.59]): the class is no evidence against polynomial growth.
+def test_seeds_that_cannot_tell_the_classes_apart_leave_the_class_undetermined():
+    # Three seeds whose pooled residuals favour the exponential fit by a hair (an LNS run at d=64, L=16 gave rate
+    # 0.21 [-0.18, 0.59]): the interval over seeds of log(RSS poly / RSS exp) holds 0, so no class, no verdict.
     layers = np.arange(17.0)
     curves = np.stack([1.0 + np.exp(0.25 * layers), 1.0 + 2.0 * layers, 1.0 + np.exp(0.02 * layers) * layers])
     summary = growth_summary(curves)
-    assert summary.label == "exponential" and summary.rate.low < 0 < summary.rate.high, (summary.label, summary.rate)
+    assert summary.label == "undetermined" and summary.preference.low < 0 < summary.preference.high, summary
     (judgement,) = judge_growth(growth_claim("p1-lns"), summary)
-    assert judgement.verdict == "inconclusive" and judgement.estimate == summary.rate and judgement.target == 0.0
+    assert judgement.verdict == "inconclusive" and "cannot tell the fits apart" in judgement.comment, judgement
+
+
+def test_the_class_test_names_a_class_the_seeds_agree_on():
+    layers = np.arange(17.0)
+    rng = np.random.default_rng(0)
+    noise = 1 + 0.01 * rng.standard_normal((3, 17))  # (3, 17) one percent per layer and seed
+    expo = growth_summary((1.0 + np.exp(0.3 * layers)) * noise)
+    poly = growth_summary((1.0 + 0.5 * layers**1.5) * noise)
+    assert expo.label == "exponential" and expo.preference.low > 0, expo.preference
+    assert poly.label == "polynomial" and poly.preference.high < 0, poly.preference
+
+
+def test_the_per_layer_factor_leaves_out_block_1_and_counts_the_blocks_it_drops():
+    from theory.meanfield.bridge import loglog_slope
+
+    var = 1.0 + 0.3 * np.arange(33.0)  # constant increments: factor 0.3 / sigma^2, q = 2
+    var[0] = 0.03  # the embedding's own scale: block 1's factor is 42, the lift into the stream
+    var[20] = var[19]  # one block with factor 0: no logarithm
+    summary = growth_summary(var)
+    assert summary.step.low <= 2.0 <= summary.step.high and summary.step_dropped == 1, summary
+    with np.errstate(divide="ignore", invalid="ignore"):
+        with_block_1 = loglog_slope(np.sqrt(var[:-1]), var[1:] / var[:-1] - 1.0)  # the old fit, from block 1
+    assert not (-with_block_1.ci_high <= 2.0 <= -with_block_1.ci_low), with_block_1  # the lift dominates it
 
 
 def test_seed_intervals_match_scipy():
@@ -98,8 +121,8 @@ def test_trained_rows_cover_every_claim_at_step_0_and_trained(tiny_claim_runs):
     rows = add_trained_rows("verify", pd.DataFrame(columns=COLUMNS), runs, progress=False)
     claims = set(zip(rows["id"], rows["metric"]))
     expected = {("p1-lemma-3.2-growth", "var_growth"), ("p1-lemma-3.2-growth", "var_step"),
-                ("p1-thm-3.3-jac", "jac_dev_log_ratio"), ("p1-thm-3.3-prune", "prune_deep_minus_shallow"),
-                ("p1-lns-growth", "var_growth"), ("p1-lns-prune", "prune_deep"), ("p1-lns-loss", "val_loss"),
+                ("p1-thm-3.3-jac", "jac_dev_log_ratio"), ("p1-thm-3.3-prune", "prune_log_ratio"),
+                ("p1-lns-growth", "var_growth"), ("p1-lns-prune", "prune_deep_log"), ("p1-lns-loss", "val_loss"),
                 ("p2-thm-3-var-growth", "var_growth"), ("p2-thm-3-usefulness", "usefulness_log")}
     assert expected <= claims, expected - claims
     assert set(rows["id"]) <= set(CLAIMS), set(rows["id"]) - set(CLAIMS)
@@ -107,9 +130,10 @@ def test_trained_rows_cover_every_claim_at_step_0_and_trained(tiny_claim_runs):
     assert set(rows["stage"]) == {0, 20}, set(rows["stage"])  # an integer stage, no step packed into the setting
     assert not rows["setting"].str.contains("step").any(), rows["setting"].unique()
     one_seed = rows[rows["kind"] == "claim"]
-    assert one_seed["verdict"].eq("inconclusive").all(), "one seed gives no interval"
+    assert one_seed["verdict"].isin(["inconclusive", "not measured"]).all(), "one seed gives no interval"
     summary = trained_summary(rows)
-    assert len(summary) == len(rows) // 2 and summary["trained"].ne("").all() and summary["at step 0"].ne("").all()
+    measured = summary["verdict trained"].ne("not measured")
+    assert len(summary) == len(rows) // 2 and summary.loc[measured, "trained"].ne("").all(), summary
     assert "## Trained claims" in trained_section(rows)
 
 
@@ -145,7 +169,8 @@ def test_both_judges_give_one_comparison_one_interval(tiny_claim_runs):
         ours = (row.mean, row.low, row.high, row.verdict)
         theirs = (*judgement.estimate, str(judgement.verdict))
         np.testing.assert_equal(ours, theirs, err_msg=f"{row.claim} {row.statistic}: study {ours}, verify {theirs}")
-    assert np.isfinite(levels["mean"]).all(), levels  # the statistics are measured, not both NaN
+    assert np.isfinite(levels["mean"]).sum() >= 5, levels  # measured, not both NaN (the tiny LNS runs' deep
+    # pruning drop is not positive: its log ratio is undefined in both, "not measured")
 
 
 def test_verify_judges_p1_lemma_by_its_growth_rows():

@@ -1,9 +1,16 @@
-"""The statistics of a study's trends on synthetic data: interval coverage, verdicts, the zero crossing.
+"""The inference of a study's trends on synthetic studies: coverage and error rates, also where the assumptions
+fail, each with a negative control that the method the atlas used before fails.
 
-Coverage is checked by Monte Carlo over many synthetic studies with a known line: the share
-of 95 % intervals holding the true value must be within 4 binomial standard errors of 0.95;
-each check has a negative control (a biased estimate, or an interval too narrow) that must
-fail the same test.
+A synthetic study has the depth study's shape (five axis values, three seeds each). Each check
+runs many synthetic studies with a known truth: the share of 95 % intervals holding the true value
+must be within 4 binomial standard errors of 0.95 (``assert_coverage``; a method that is
+conservative by construction must reach at least 0.95 - 4 se, ``at_least=True``), an error rate
+at most its nominal level plus 4 standard errors. The misspecifications: a curved trend (a cell
+effect about the line), unequal variances between cells, a statistic diluted as 1/L, a curve that
+approaches 0 without crossing it, shares of blocks whose seeds agree. The negative controls are
+the old methods, written here: the least-squares line through every model with a t interval on
+``n - 2`` degrees of freedom, the zero of that line with Fieller's interval, a t interval over
+seeds of a share, unadjusted p-values.
 """
 
 from __future__ import annotations
@@ -12,62 +19,144 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from simulate.claims.trends import Crossing, describe_crossing, direction_verdict, fit_trend, zero_crossing
+from simulate.claims.intervals import share_interval, t_interval
+from simulate.claims.trends import cell_crossing, describe_crossing, direction_verdict, fit_trend, holm
 
 REPLICATES = 2000
-AXIS = np.repeat([4.0, 8.0, 16.0, 32.0, 64.0], 3)  # five axis values, three seeds: the depth study's shape
+DEPTHS = np.array([4.0, 8.0, 16.0, 32.0, 64.0])
+SEEDS = 3
+AXIS = np.repeat(DEPTHS, SEEDS)  # (15,) five axis values, three seeds: the depth study's shape
 
 
-def _coverage_z(hits: np.ndarray, target: float = 0.95) -> float:
-    """z of the observed coverage against ``target`` (binomial standard error)."""
-    share = hits.mean()
-    return (share - target) / math.sqrt(target * (1 - target) / hits.size)
+def assert_coverage(hits, name: str, target: float = 0.95, at_least: bool = False, limit: float = 4.0) -> float:
+    """The share of hits against ``target`` within ``limit`` binomial standard errors (or above it)."""
+    hits = np.asarray(hits, dtype=bool)
+    share = float(hits.mean())
+    z = (share - target) / math.sqrt(target * (1 - target) / hits.size)
+    ok = z >= -limit if at_least else abs(z) <= limit
+    assert ok, f"{name}: coverage {share:.4f} against {target} (z = {z:.2f}, n = {hits.size})"
+    print(f"coverage {name}: {share:.4f} (nominal {target})")
+    return share
 
 
-def assert_coverage(hits: np.ndarray, name: str, limit: float = 4.0) -> None:
-    z = _coverage_z(hits)
-    assert abs(z) <= limit, f"{name}: coverage {hits.mean():.4f} against 0.95 (z = {z:.2f}, n = {hits.size})"
+def assert_error_rate(errors, name: str, level: float, limit: float = 4.0) -> float:
+    """The share of errors at most ``level`` plus ``limit`` binomial standard errors."""
+    errors = np.asarray(errors, dtype=bool)
+    rate = float(errors.mean())
+    ceiling = level + limit * math.sqrt(level * (1 - level) / errors.size)
+    assert rate <= ceiling, f"{name}: error rate {rate:.4f} above {level} (+ 4 se = {ceiling:.4f}, n = {errors.size})"
+    print(f"error rate {name}: {rate:.4f} (nominal {level})")
+    return rate
 
 
-def _replicates(slope: float, intercept: float, noise: float, seed: int = 0):
+def _old_line(x, y):
+    """The old trend: least squares through every model, t interval on n - 2 dof; (slope, low, high, a, cov, t)."""
+    log_x = np.log(x)
+    design = np.stack([np.ones(x.size), log_x], axis=1)  # (n, 2)
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    residual = y - design @ coef
+    cov = float(residual @ residual) / (x.size - 2) * np.linalg.inv(design.T @ design)  # (2, 2)
+    quantile = float(stats.t.ppf(0.975, x.size - 2))
+    half = quantile * math.sqrt(cov[1, 1])
+    return coef[1], coef[1] - half, coef[1] + half, coef[0], cov, quantile
+
+
+def _old_crossing(x, y):
+    """The old crossing: the zero of the model-level line with Fieller's interval (theta = log x)."""
+    slope, _, _, intercept, cov, quantile = _old_line(x, y)
+    t2 = quantile**2
+    qa = slope**2 - t2 * cov[1, 1]
+    qb = 2.0 * (intercept * slope - t2 * cov[0, 1])
+    qc = intercept**2 - t2 * cov[0, 0]
+    disc = qb * qb - 4 * qa * qc
+    estimate = math.exp(-intercept / slope)
+    if qa > 0 and disc >= 0:
+        return estimate, math.exp((-qb - math.sqrt(disc)) / (2 * qa)), math.exp((-qb + math.sqrt(disc)) / (2 * qa))
+    return estimate, 0.0, math.inf
+
+
+def _studies(mean_of, noise, cell_effect: float = 0.0, seed: int = 0):
+    """Synthetic studies: ``y = mean_of(x) + u_cell + noise_cell * e``, ``u_cell ~ N(0, cell_effect^2)``."""
+    rng = np.random.default_rng(seed)
+    noise = np.broadcast_to(np.asarray(noise, dtype=float), DEPTHS.shape)  # (5,)
+    for _ in range(REPLICATES):
+        u = cell_effect * rng.standard_normal(DEPTHS.size)  # (5,)
+        yield mean_of(AXIS) + np.repeat(u, SEEDS) + np.repeat(noise, SEEDS) * rng.standard_normal(AXIS.size)
+
+
+def _line(x):
+    return 0.5 - 0.2 * np.log(x)
+
+
+# -- the slope: at the level of the design --------------------------------------------------------------
+def test_the_cell_means_slope_covers_the_line_under_a_cell_effect():
+    """Cells scatter about the line (a curved trend's residuals, seen as random): the seeds are replicates of a
+    cell, not of the line, and the slope's error is the cells' scatter."""
+    trends = [fit_trend(AXIS, y) for y in _studies(_line, 0.05, cell_effect=0.08)]
+    assert_coverage([t.slope.low <= -0.2 <= t.slope.high for t in trends], "cell-means slope, cell effect")
+
+
+def test_negative_control_the_model_level_line_fails_under_a_cell_effect():
+    hits = [low <= -0.2 <= high for _, low, high, *_ in (_old_line(AXIS, y) for y in
+                                                        _studies(_line, 0.05, cell_effect=0.08))]
+    with pytest.raises(AssertionError, match="coverage"):
+        assert_coverage(hits, "model-level line, cell effect")
+
+
+def test_the_cell_means_slope_covers_the_line_with_unequal_variances():
+    """A ten-fold spread of the seeds' noise between cells (the atlas: sd 0.006 at L=64, 0.05 at L=32)."""
+    trends = [fit_trend(AXIS, y) for y in _studies(_line, [0.01, 0.05, 0.1, 0.05, 0.01])]
+    assert_coverage([t.slope.low <= -0.2 <= t.slope.high for t in trends], "cell-means slope, unequal variances",
+                    at_least=True)
+
+
+# -- the line's lack of fit and the verdict that needs no line --------------------------------------------
+def test_the_lack_of_fit_test_rejects_a_true_line_at_its_level():
+    trends = [fit_trend(AXIS, y) for y in _studies(_line, 0.05, seed=1)]
+    assert_error_rate([t.lack_of_fit < 0.05 for t in trends], "lack of fit of a true line", 0.05)
+
+
+def _plateau(x):
+    """Rises to L = 16, then flat: a monotone curve the line misdescribes (true last minus first: 0.6)."""
+    return 0.3 * np.log2(np.minimum(x, 16.0) / 4.0)
+
+
+def test_the_endpoint_contrast_covers_the_curve_s_rise_with_unequal_variances():
+    trends = [fit_trend(AXIS, y) for y in _studies(_plateau, [0.02, 0.05, 0.1, 0.05, 0.02], seed=2)]
+    assert_coverage([t.contrast.low <= 0.6 <= t.contrast.high for t in trends], "last minus first cell")
+
+
+def test_a_rejected_line_hands_the_verdict_to_the_endpoints():
+    y = _plateau(AXIS) + 0.01 * np.random.default_rng(3).standard_normal(AXIS.size)
+    trend = fit_trend(AXIS, y)
+    assert trend.lack_of_fit < 0.05 and trend.method == "endpoints" and trend.estimate == trend.contrast.estimate
+    assert direction_verdict(trend, +1) == "holds" and direction_verdict(trend, -1) == "violated"
+
+
+# -- a statistic diluted as 1/L ------------------------------------------------------------------------
+def _diluted_studies(seed: int):
+    """A constant total of 2.0 shared equally over L blocks: per-block means 2/L, totals 2 (noise 5 %)."""
     rng = np.random.default_rng(seed)
     for _ in range(REPLICATES):
-        y = intercept + slope * np.log(AXIS) + noise * rng.standard_normal(AXIS.size)  # (n,)
-        yield fit_trend(AXIS, y)
+        total = 2.0 * (1 + 0.05 * rng.standard_normal(AXIS.size))  # (15,)
+        yield total / AXIS, total
 
 
-def test_the_slope_interval_covers_the_true_slope_95_percent_of_the_time():
-    trends = list(_replicates(slope=-0.2, intercept=0.5, noise=0.1))
-    assert_coverage(np.array([t.low <= -0.2 <= t.high for t in trends]), "slope interval")
-    assert np.mean([t.slope for t in trends]) == pytest.approx(-0.2, abs=4 * 0.1 / math.sqrt(REPLICATES))
+def test_a_total_over_the_blocks_does_not_fall_under_the_dilution_null():
+    """"Falls with depth" judged on the total: a false 'holds' at most at the test's 2.5 % one-sided level."""
+    errors = [direction_verdict(fit_trend(AXIS, total), -1) == "holds" for _, total in _diluted_studies(4)]
+    assert_error_rate(errors, "total, dilution null", 0.025)
 
 
-def test_negative_control_a_halved_interval_fails_the_coverage_check():
-    trends = list(_replicates(slope=-0.2, intercept=0.5, noise=0.1))
-    hits = np.array([abs(t.slope + 0.2) <= (t.high - t.low) / 4 for t in trends])
-    with pytest.raises(AssertionError, match="coverage"):
-        assert_coverage(hits, "halved interval")
+def test_negative_control_a_per_block_mean_falls_under_the_dilution_null():
+    errors = [direction_verdict(fit_trend(AXIS, mean), -1) == "holds" for mean, _ in _diluted_studies(4)]
+    with pytest.raises(AssertionError, match="error rate"):
+        assert_error_rate(errors, "per-block mean, dilution null", 0.025)
 
 
-def test_fieller_interval_covers_the_true_crossing():
-    crossing = math.exp(2.5)  # 0.2 (log x - 2.5) = 0 at x = e^2.5 ~ 12.2, inside the axis
-    hits = []
-    for trend in _replicates(slope=0.2, intercept=-0.5, noise=0.1, seed=1):
-        found = zero_crossing(trend, AXIS.min(), AXIS.max())
-        hits.append(found.low <= crossing <= found.high)
-    assert_coverage(np.array(hits), "Fieller interval")
-
-
-def test_negative_control_the_crossing_of_a_shifted_line_is_not_covered():
-    hits = []
-    for trend in _replicates(slope=0.2, intercept=-0.5 + 0.15, noise=0.1, seed=1):  # the line moved up by 0.15
-        found = zero_crossing(trend, AXIS.min(), AXIS.max())
-        hits.append(found.low <= math.exp(2.5) <= found.high)
-    with pytest.raises(AssertionError, match="coverage"):
-        assert_coverage(np.array(hits), "shifted line")
-
-
+# -- verdicts: too few axis values, the family ----------------------------------------------------------
 @pytest.mark.parametrize("slope, direction, verdict", [
     (0.3, 1, "holds"), (0.3, -1, "violated"), (-0.3, -1, "holds"), (-0.3, 1, "violated"),
     (0.0, 1, "inconclusive"), (0.3, None, "no direction claimed")])
@@ -77,31 +166,90 @@ def test_direction_verdicts(slope, direction, verdict):
     assert direction_verdict(fit_trend(AXIS, y), direction) == verdict
 
 
-def test_a_crossing_outside_the_axis_is_none_in_range():
+def test_two_axis_values_give_no_direction_verdict_but_their_difference():
+    x, y = np.repeat([8.0, 32.0], 3), np.array([0.10, 0.11, 0.12, 0.50, 0.52, 0.51])
+    trend = fit_trend(x, y)
+    assert trend.method == "too few axis values" and direction_verdict(trend, +1) == "too few axis values"
+    assert trend.contrast.estimate == pytest.approx(0.4) and trend.contrast.low > 0, trend.contrast
+    assert fit_trend([4.0, 4.0, 4.0], [0.1, 0.2, 0.3]).method == "no data"
+
+
+def _family_p_values(seed: int, tests: int = 16):
+    """``tests`` independent trends under the global null (no trend anywhere): their raw p-values."""
+    rng = np.random.default_rng(seed)
+    for _ in range(REPLICATES):
+        yield [fit_trend(AXIS, 0.05 * rng.standard_normal(AXIS.size)).p_value for _ in range(tests)]
+
+
+def test_holm_keeps_the_family_wise_error_at_its_level():
+    errors = [bool((holm(p) < 0.05).any()) for p in _family_p_values(5)]
+    assert_error_rate(errors, "Holm, 16 null trends", 0.05)
+
+
+def test_negative_control_unadjusted_p_values_inflate_the_family_wise_error():
+    errors = [bool((np.asarray(p) < 0.05).any()) for p in _family_p_values(5)]
+    with pytest.raises(AssertionError, match="error rate"):
+        assert_error_rate(errors, "unadjusted, 16 null trends", 0.05)
+
+
+# -- crossings: between the cells, never from a line ----------------------------------------------------
+def _kinked(x):
+    """Crosses 0 at L = e^2.5 ~ 12.2 and bends at L = 32 (a grid point: the cells' interpolant is exact)."""
+    theta = np.log(x)
+    return 0.2 * (theta - 2.5) - 0.3 * np.maximum(0.0, theta - math.log(32.0))
+
+
+def test_the_cell_crossing_interval_covers_the_true_crossing():
+    crossings = [cell_crossing(AXIS, y) for y in _studies(_kinked, 0.05, seed=6)]
+    assert_coverage([c.low <= math.exp(2.5) <= c.high for c in crossings], "cell crossing", at_least=True)
+
+
+def test_negative_control_the_line_s_zero_misses_a_bent_curve_s_crossing():
+    hits = [low <= math.exp(2.5) <= high for _, low, high in (_old_crossing(AXIS, y) for y in
+                                                              _studies(_kinked, 0.05, seed=6))]
+    with pytest.raises(AssertionError, match="coverage"):
+        assert_coverage(hits, "Fieller on a bent curve")
+
+
+def _approaching(x):
+    """Negative everywhere and approaching 0 (the atlas's deep-minus-shallow pruning drop): no crossing."""
+    return -0.5 / x
+
+
+def test_a_curve_that_approaches_zero_has_no_significant_crossing():
+    errors = [cell_crossing(AXIS, y).note == "crossing in range" for y in _studies(_approaching, 0.01, seed=7)]
+    assert_error_rate(errors, "significant crossing of a curve that never crosses", 0.025)
+
+
+def test_negative_control_the_line_crosses_a_curve_that_never_does():
+    errors = []
+    for y in _studies(_approaching, 0.01, seed=7):
+        estimate, low, high = _old_crossing(AXIS, y)
+        errors.append(DEPTHS[0] <= estimate <= DEPTHS[-1] and high < math.inf)  # "crossing at L = ... [..]"
+    with pytest.raises(AssertionError, match="error rate"):
+        assert_error_rate(errors, "Fieller crossing of a curve that never crosses", 0.025)
+
+
+def test_cell_means_of_one_sign_have_no_crossing():
     y = 1.0 + 0.2 * np.log(AXIS) + 0.01 * np.random.default_rng(3).standard_normal(AXIS.size)
-    found = zero_crossing(fit_trend(AXIS, y), AXIS.min(), AXIS.max())
-    assert not found.in_range and found.estimate < AXIS.min()
-    assert describe_crossing(found, "depth") == f"none in range (the line, extrapolated, crosses 0 at depth = " \
-        f"{found.estimate:.3g})", "a zero of the line outside the axis is no crossing and gets no interval"
+    crossing = cell_crossing(AXIS, y)
+    assert math.isnan(crossing.estimate) and describe_crossing(crossing, "depth").startswith("none in range"), crossing
 
 
-def test_crossing_bounds_beyond_the_axis_are_not_printed_as_numbers():
-    y = -0.25 + 0.08 * np.log(AXIS) + 0.15 * np.random.default_rng(7).standard_normal(AXIS.size)
-    found = zero_crossing(fit_trend(AXIS, y), AXIS.min(), AXIS.max())
-    assert found.in_range and found.low > 0 and found.high > AXIS.max(), found
-    text = describe_crossing(found, "depth")
-    assert text.endswith(f", > {AXIS.max():.3g} (beyond the range)]") and f"{found.high:.3g}" not in text, text
+# -- shares of blocks ----------------------------------------------------------------------------------
+def _share_studies(seed: int, blocks: int = 16, p: float = 0.9):
+    rng = np.random.default_rng(seed)
+    for _ in range(REPLICATES):
+        yield rng.binomial(blocks, p, SEEDS) / blocks  # (3,) shares of three seeds
 
 
-def test_a_noisy_line_has_an_unbounded_crossing_interval():
-    y = -0.25 + 0.08 * np.log(AXIS) + 0.1 * np.random.default_rng(6).standard_normal(AXIS.size)
-    found = zero_crossing(fit_trend(AXIS, y), AXIS.min(), AXIS.max())
-    assert found.in_range and found.high == math.inf and found.low == 0.0, found
-    assert describe_crossing(found, "depth").endswith(", interval unbounded: slope not significant")
+def test_the_share_interval_covers_and_is_never_of_zero_width():
+    intervals = [share_interval(shares, [16] * SEEDS) for shares in _share_studies(8)]
+    assert all(i.high > i.low for i in intervals)
+    assert_coverage([i.low <= 0.9 <= i.high for i in intervals], "share of blocks", at_least=True)
 
 
-def test_too_few_models_give_no_trend():
-    trend = fit_trend([4.0, 8.0], [0.1, 0.2])
-    assert trend.n == 2 and math.isnan(trend.slope) and direction_verdict(trend, 1) == "inconclusive"
-    assert zero_crossing(trend, 4.0, 8.0) == Crossing(math.nan, math.nan, math.nan, False, "no trend")
-    assert math.isnan(fit_trend([4.0, 4.0, 4.0], [0.1, 0.2, 0.3]).slope)  # one axis value
+def test_negative_control_a_t_interval_over_seeds_of_a_share_undercovers():
+    intervals = [t_interval(shares) for shares in _share_studies(8)]
+    with pytest.raises(AssertionError, match="coverage"):
+        assert_coverage([i.low <= 0.9 <= i.high for i in intervals], "t interval of a share", at_least=True)
