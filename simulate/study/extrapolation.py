@@ -33,7 +33,14 @@ The **extrapolation test** fits the law on the shallower models and predicts the
 of the deepest ones without using them: per held-out model, the error of
 ``log var_L`` (predicted minus measured, the last layer) and the mean over layers of
 ``|log(predicted/measured)|``, with a t interval over the held-out seeds; the same errors on
-the fitted models of the deepest fitted depth say how well the law fits its own data. The bridge
+the fitted models of the deepest fitted depth say how well the law fits its own data. The
+test's verdict needs the law's own uncertainty: the law is refitted on
+:data:`RESAMPLES` bootstrap resamples of the fitting models (whole models, with every block,
+drawn with replacement), each refit predicts the held-out models' mean ``log var_L``, and the
+95 % prediction interval of the held-out mean is ``+-1.96 sqrt(var_bootstrap + sem^2)`` about
+the law's prediction (the law's spread and the held-out seeds' spread). The law **passes**
+when the measured mean lies inside it and **fails** otherwise; a law that fails is not run at
+the papers' sizes. The bridge
 predicts the mean square; ``var`` differs from it by the token-mean term (docs/trained.md),
 which is part of the error reported. At the papers' sizes (:func:`paper_predictions`) the
 profile's growth class is that of :func:`simulate.claims.growth.growth_summary`, with
@@ -60,7 +67,8 @@ from simulate.claims import describe_growth, growth_summary, t_interval
 from simulate.study.point_table import last_step_layers
 from theory.meanfield.bridge import bridge_profile
 
-__all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw", "GrowthLaw", "LawError",
+__all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "FIRST_TERMS", "PAPER_SIZES", "RESAMPLES", "BridgeLaw", "GrowthLaw",
+           "LawError",
            "bridge_samples", "fit_law", "fit_growth_law", "predict_profile", "profile_errors", "extrapolation_test",
            "paper_predictions"]
 
@@ -245,21 +253,60 @@ def _intervals(errors: pd.DataFrame) -> dict:
             for name in ("last_log_error", "mean_abs_log_error")}
 
 
+RESAMPLES = 200  # bootstrap refits of a law over its fitting models (the law's own uncertainty)
+
+
+def _prediction_interval(fit, fitting: pd.DataFrame, held_out: pd.DataFrame, errors: pd.DataFrame,
+                         seed: int = 0) -> tuple[float, float, int]:
+    """(the law's predicted mean log var_L at the held-out models minus the measured mean, the half-width of
+    its 95 % prediction interval, the refits that succeeded); module docstring."""
+    keys = ["scheme", "seed", "depth", "width", "steps"]
+    models = [rows for _, rows in fitting.groupby(keys)]
+    targets = held_out.groupby(keys[1:]).size().index  # (seed, depth, width, steps) of each held-out model
+    rng = np.random.default_rng(seed)
+    predictions = []
+    for _ in range(RESAMPLES):
+        chosen = rng.integers(len(models), size=len(models))  # (M,) whole models, with replacement
+        try:
+            law = fit(pd.concat([models[i] for i in chosen], ignore_index=True))
+        except LawError:  # a resample whose design cannot be fitted (one depth drawn): not counted
+            continue
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            last = [law.profile(int(depth), width, steps)[-1] for _, depth, width, steps in targets]  # (H,)
+            predictions.append(float(np.mean(np.log(last))))
+    predictions = np.array(predictions, dtype=float)  # (B,)
+    predictions = predictions[np.isfinite(predictions)]
+    sem2 = float(errors["last_log_error"].var(ddof=1) / len(errors)) if len(errors) > 1 else 0.0
+    spread = float(predictions.var(ddof=1)) if predictions.size > 1 else math.nan
+    return float(errors["last_log_error"].mean()), 1.959964 * math.sqrt(spread + sem2), int(predictions.size)
+
+
 def extrapolation_test(samples: pd.DataFrame, held_out_depth: int, fit=fit_law) -> dict:
     """Fit on the models shallower than ``held_out_depth`` and predict those of that depth (module docstring).
 
     ``fit``: :func:`fit_law` (the bridge law) or :func:`fit_growth_law`. Returns the law, the held-out
     models' errors (``errors``) and their t intervals over seeds (``test``), and the same on the fitted
     models of the deepest fitted depth ``fit_depth`` (``fit_errors``, ``fit``): a law that misses its own
-    data says little about a deeper model.
+    data says little about a deeper model; and the blind test's verdict (``passed``, with ``error``, the
+    prediction interval's ``half_width`` and the ``refits`` it rests on; ``untested`` says why there is no
+    verdict: fewer than two held-out models, too few fitting models to resample, a prediction that is not
+    finite).
     """
     fitting = samples[samples["depth"] < held_out_depth]
     law = fit(fitting)
     fit_depth = int(fitting["depth"].max())
-    errors = profile_errors(law, samples[samples["depth"] == held_out_depth])
+    held_out = samples[samples["depth"] == held_out_depth]
+    errors = profile_errors(law, held_out)
     fit_errors = profile_errors(law, fitting[fitting["depth"] == fit_depth])
+    error, half_width, refits = _prediction_interval(fit, fitting, held_out, errors) if len(errors) else \
+        (math.nan, math.nan, 0)
+    untested = ("fewer than two held-out models" if len(errors) < 2 else
+                f"{refits} of {RESAMPLES} bootstrap refits succeeded (too few fitting models)"
+                if refits < RESAMPLES // 2 or not half_width > 0 else
+                "the law's prediction is not finite" if not math.isfinite(error) else "")
     return {"law": law, "errors": errors, "test": _intervals(errors), "fit_depth": fit_depth,
-            "fit_errors": fit_errors, "fit": _intervals(fit_errors)}
+            "fit_errors": fit_errors, "fit": _intervals(fit_errors), "error": error, "half_width": half_width,
+            "refits": refits, "untested": untested, "passed": not untested and bool(abs(error) <= half_width)}
 
 
 def paper_predictions(law: BridgeLaw | GrowthLaw, sizes=PAPER_SIZES) -> pd.DataFrame:

@@ -12,11 +12,15 @@ Then the laws are run at the papers' sizes
 ``scheme, law, kind, name, value, low, high, detail``; kinds ``alpha``, ``beta`` (bridge),
 ``theta`` (growth) and ``gamma`` for the coefficients,
 ``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
-deepest fitted depth, ``paper`` for the extrapolations).
+deepest fitted depth, ``blind test`` for the verdict (``passes`` or ``fails``: the held-out
+mean error with the law's 95 % prediction interval; a pass whose interval is wider than
+:data:`INFORMATIVE` is ``passes, uninformative``), ``paper`` for the extrapolations, which only
+an informative pass gets).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -28,9 +32,10 @@ from simulate.study.extrapolation import (LawError, bridge_samples, extrapolatio
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 
-__all__ = ["LAWS", "recipe_models", "write_extrapolation"]
+__all__ = ["LAWS", "INFORMATIVE", "recipe_models", "write_extrapolation"]
 
 LAWS = {"bridge": fit_law, "growth": fit_growth_law}  # the laws reported, in order (simulate.study.extrapolation)
+INFORMATIVE = math.log(10.0)  # a prediction interval wider than +-log 10 on log var_L says nothing: no extrapolation
 
 _FREE_SETTING = ("depth", "width", "heads", "ffn_width")
 _FREE_OPTIONS = ("steps", "log_every", "warmup")
@@ -99,11 +104,32 @@ def _law_section(samples, held_out: int, law_name: str, fit) -> tuple[list[str],
         lines += [f"{label}: log(predicted var_L / measured) = {intervals['last_log_error'].format()}; mean "
                   f"over layers of |log ratio| = {intervals['mean_abs_log_error'].format()} (95 % t intervals "
                   "over models).", "", markdown_table(table), ""]
+    informative = result["half_width"] <= INFORMATIVE
+    verdict = ("untested" if result["untested"] else "fails" if not result["passed"] else
+               "passes" if informative else "passes, uninformative")
+    rows.append({"kind": "blind test", "name": verdict, "value": result["error"],
+                 "low": result["error"] - result["half_width"], "high": result["error"] + result["half_width"],
+                 "detail": f"L={held_out}, prediction interval +-{result['half_width']:.3g} from "
+                           f"{result['refits']} bootstrap refits"})
+    if result["untested"]:
+        return lines + [f"**Blind test at L={held_out}: UNTESTED**, {result['untested']}. Predictions at the "
+                        "papers' sizes: **withdrawn**, the law has not passed a blind test.", ""], rows
+    lines += [f"**Blind test at L={held_out}: the law {verdict.upper()}.** log(predicted / measured var_L), mean "
+              f"over the held-out models: {result['error']:.3g}; 95 % prediction interval of the law "
+              f"+-{result['half_width']:.3g} (its spread over {result['refits']} bootstrap refits on the fitting "
+              "models, and the held-out seeds' spread)" + (f"; var_L is off by a factor "
+                                                          f"{math.exp(abs(result['error'])):.3g}." if not
+                                                          result["passed"] else "."), ""]
+    if not (result["passed"] and informative):
+        why = ("the law failed its blind test" if not result["passed"] else
+               f"its prediction interval is wider than a factor {math.exp(INFORMATIVE):.3g} on var_L")
+        return lines + [f"Predictions at the papers' sizes: **withdrawn**, {why}.", ""], rows
     papers = paper_predictions(law)
     rows += [{"kind": "paper", "name": r.model, "value": r.exponent if r.growth_class == "polynomial" else r.rate,
               "detail": r.description} for r in papers.itertuples()]
     lines += ["**Extrapolation** far outside the fitted range (d <= 128, L <= 64, steps <= 6400, T = 64), "
-              "at the papers' sizes:", "",
+              "at the papers' sizes, from a law that passed its one blind test (its interval is not a "
+              "prediction interval at these sizes):", "",
               markdown_table(papers[["model", "width", "depth", "steps", "var_1", "var_L", "growth_class",
                                      "description"]]), ""]
     return lines, rows

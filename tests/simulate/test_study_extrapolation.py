@@ -105,6 +105,17 @@ def test_negative_control_a_growth_factor_that_depends_on_the_depth_itself_is_pr
     assert result["fit"]["mean_abs_log_error"][0] < 0.3, result["fit"]
 
 
+def test_the_blind_test_passes_a_law_of_the_right_family_and_fails_one_outside_it():
+    """The verdict of the blind test: the held-out mean error against the law's prediction interval (its
+    bootstrap spread over the fitting models and the held-out seeds' spread). A growth law of the family that
+    made the models passes with a narrow interval; with factors growing with log L it fails."""
+    right = extrapolation_test(_samples(noise=0.01, model=_growth_model), held_out_depth=64, fit=fit_growth_law)
+    assert right["passed"] and right["half_width"] < 0.5 and right["refits"] >= 190, right
+    wrong = extrapolation_test(_samples(noise=0.01, model=_growth_model, extra=lambda l, L: 0.02 * math.log(L / 4)),
+                               held_out_depth=64, fit=fit_growth_law)
+    assert not wrong["passed"] and abs(wrong["error"]) > wrong["half_width"], wrong
+
+
 def test_too_few_fitting_models_are_refused_saying_why():
     """The error names the fitting models, the rows, the regressors and the rank: why the law cannot fit."""
     with pytest.raises(LawError, match=r"blocks l >= 2: 1 fitting models \(depths 8\) give 2 rows for the 4 "
