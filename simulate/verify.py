@@ -365,8 +365,9 @@ def add_trained_rows(prog: str, table: pd.DataFrame, runs: list, progress: bool)
         judged = judge_runs(runs, progress=progress)
     except RunError as error:
         fail(prog, str(error))
-    rows = [judgement_row(r.judgement.claim.id, r.where, r.stage, r.layer, r.judgement) for r in judged]
-    return pd.concat([table, pd.DataFrame(rows, columns=COLUMNS)], ignore_index=True)
+    rows = pd.DataFrame([judgement_row(r.judgement.claim.id, r.where, r.stage, r.layer, r.judgement)
+                         for r in judged], columns=COLUMNS)
+    return pd.concat([table, rows], ignore_index=True) if len(table) else rows
 
 
 def _interrupted(prog: str, stop: KeyboardInterrupt, out) -> int:

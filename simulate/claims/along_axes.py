@@ -140,7 +140,10 @@ def _trend_row(claim: Claim, axis: str, group: dict, members) -> tuple[dict, obj
     samples = claim_samples(claim, members, (axis,))
     x = np.array([cell[0] for cell, _ in samples], dtype=float)  # (n,)
     y = np.array([value for _, value in samples], dtype=float)  # (n,)
-    trend = fit_trend(x, y)
+    blocks = None
+    if claim.statistic in SHARE_STATISTICS:  # the same models, in claim_samples' order
+        blocks = np.array([m.stats.blocks for m in members if m.status == "ok" and m.scheme == claim.schemes[0]])
+    trend = fit_trend(x, y, blocks=blocks)
     direction = claim.direction(axis)
     failed = sum(m.status == "failed" for m in members if m.scheme in claim.schemes)
     pending = sum(m.status == "pending" for m in members if m.scheme in claim.schemes)

@@ -152,21 +152,47 @@ def _welch_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
-def fit_trend(x, y, confidence: float = CONFIDENCE) -> Trend:
-    """The trend of ``y`` along ``x`` (module docstring); ``method`` "no data" with fewer than two axis values."""
+def _share_contrast(last: np.ndarray, first: np.ndarray, blocks_last: float, blocks_first: float,
+                    confidence: float) -> tuple[Interval, float]:
+    """The last minus the first cell of a share of blocks, Welch's interval and p with each cell's variance at
+    least the binomial variance of its blocks pooled (Agresti-Coull's share, never 0): seeds that all count the
+    same blocks still leave the blocks' uncertainty."""
+    variances, dofs = [], []
+    for values, blocks in ((last, blocks_last), (first, blocks_first)):
+        share = (values.mean() * blocks + 2) / (blocks + 4)
+        over_seeds = values.var(ddof=1) / values.size if values.size > 1 else 0.0
+        variances.append(max(over_seeds, share * (1 - share) / blocks))
+        dofs.append(max(values.size - 1, 1))
+    diff = float(last.mean() - first.mean())
+    se = math.sqrt(sum(variances))
+    dof = se**4 / sum(v * v / d for v, d in zip(variances, dofs))
+    half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * se
+    return Interval(diff, diff - half, diff + half), float(2 * stats.t.sf(abs(diff) / se, dof))
+
+
+def fit_trend(x, y, confidence: float = CONFIDENCE, blocks=None) -> Trend:
+    """The trend of ``y`` along ``x`` (module docstring); ``method`` "no data" with fewer than two axis values.
+
+    ``blocks`` (one per value of ``y``): ``y`` is a share of that many blocks, and the last-minus-first contrast
+    floors each cell's variance at the binomial variance of its blocks (:func:`_share_contrast`).
+    """
     cells = cells_of(x, y)
     n = int(cells.n.sum())
     if cells.x.size < 2:
         return Trend(NO_INTERVAL, NO_INTERVAL, math.nan, "no data", math.nan, math.nan, int(cells.x.size), n)
     slope, slope_p, _ = _line(cells, confidence)
     first, last = cells.values[0], cells.values[-1]
-    contrast = welch_interval(last, first, confidence)
+    if blocks is None:
+        contrast, contrast_p = welch_interval(last, first, confidence), _welch_p(last, first)
+    else:
+        totals = cells_of(x, np.where(np.isfinite(np.asarray(y, dtype=float)), blocks, np.nan))  # blocks per cell
+        contrast, contrast_p = _share_contrast(last, first, float(totals.values[-1].sum()),
+                                               float(totals.values[0].sum()), confidence)
     if cells.x.size < 3:
         return Trend(slope, contrast, math.nan, "too few axis values", contrast.estimate, math.nan, 2, n)
     lack = _lack_of_fit(cells)
     if lack < LACK_OF_FIT_LEVEL:
-        return Trend(slope, contrast, lack, "endpoints", contrast.estimate, _welch_p(last, first),
-                     int(cells.x.size), n)
+        return Trend(slope, contrast, lack, "endpoints", contrast.estimate, contrast_p, int(cells.x.size), n)
     return Trend(slope, contrast, lack, "line", slope.estimate, slope_p, int(cells.x.size), n)
 
 

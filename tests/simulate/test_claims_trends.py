@@ -253,3 +253,17 @@ def test_negative_control_a_t_interval_over_seeds_of_a_share_undercovers():
     intervals = [t_interval(shares) for shares in _share_studies(8)]
     with pytest.raises(AssertionError, match="coverage"):
         assert_coverage([i.low <= 0.9 <= i.high for i in intervals], "t interval of a share", at_least=True)
+
+
+def test_the_contrast_of_a_share_covers_and_never_has_p_zero():
+    """Shares of 16 blocks at five depths, three seeds, each block removable with p = 0.9 at L = 4 and 0.1 at
+    L = 64: the last-minus-first interval covers -0.8, and seeds that all count the same blocks give no p = 0
+    (the old Welch test on the seeds alone said p = 0 for zero spread on both sides)."""
+    rng = np.random.default_rng(9)
+    p = np.repeat(np.linspace(0.9, 0.1, DEPTHS.size), SEEDS)  # (15,)
+    blocks = np.full(AXIS.size, 16)
+    trends = [fit_trend(AXIS, rng.binomial(16, p) / 16, blocks=blocks) for _ in range(REPLICATES)]
+    assert_coverage([t.contrast.low <= -0.8 <= t.contrast.high for t in trends], "contrast of a share",
+                    at_least=True)
+    same = fit_trend(AXIS, np.repeat([10 / 16, 10 / 16, 2 / 16, 2 / 16, 2 / 16], SEEDS), blocks=blocks)
+    assert same.method == "endpoints" and same.contrast.high > same.contrast.low and same.p_value > 1e-6, same
