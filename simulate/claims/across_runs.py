@@ -70,30 +70,26 @@ class RunJudgement:
     layer: int
 
 
-def _evidence(run, at_init: bool) -> ModelEvidence:
-    from simulate.scores.training_cache import cached_scores
-
-    scores, _ = cached_scores(run.path, at_init=at_init, groups=VERIFY_GROUPS, options=VERIFY_OPTIONS)
-    profiles = run.var_profiles()
-    loss = run.loss()
-    train = loss[loss["split"] == "train"].sort_values("step")
-    if at_init:
-        return ModelEvidence(run.setting.depth, {0: profiles[0]}, scores)
-    return ModelEvidence(run.setting.depth, profiles, scores, train["step"].to_numpy(float),
-                         train["loss"].to_numpy(float))
-
-
 def judged_run(path) -> JudgedRun:
-    """Read one finished run directory and measure it at step 0 and at its last step."""
+    """Read one finished run directory and measure it at step 0 and at its last step (its files read once)."""
+    from simulate.scores.training_cache import cached_scores
     from simulate.training import RunDirectory
 
     run = RunDirectory(path)
     run.require_finished()
-    train = {k: v for k, v in run.config.get("train", {}).items() if k not in _IGNORED_TRAIN_FIELDS}
+    train = {k: v for k, v in run.train_options.items() if k not in _IGNORED_TRAIN_FIELDS}
     group = json.dumps({"setting": run.setting.to_dict(), "train": train}, sort_keys=True)
-    evidence = {0: _evidence(run, True), run.last_step: _evidence(run, False)}
-    return JudgedRun(run.path, run.setting, int(run.config.get("train", {}).get("seed", 0)), group, run.last_step,
-                     evidence, {step: model_statistics(e) for step, e in evidence.items()})
+    profiles, loss = run.var_profiles(), run.loss()
+    train_loss = loss[loss["split"] == "train"].sort_values("step")
+
+    def scores(at_init: bool):
+        return cached_scores(run.path, at_init=at_init, groups=VERIFY_GROUPS, options=VERIFY_OPTIONS)[0]
+
+    evidence = {0: ModelEvidence(run.setting.depth, {0: profiles[0]}, scores(True)),
+                run.last_step: ModelEvidence(run.setting.depth, profiles, scores(False),
+                                             train_loss["step"].to_numpy(float), train_loss["loss"].to_numpy(float))}
+    return JudgedRun(run.path, run.setting, run.seed, group, run.last_step, evidence,
+                     {step: model_statistics(e) for step, e in evidence.items()})
 
 
 def _describe(runs: list[JudgedRun]) -> str:
