@@ -51,10 +51,11 @@ import pandas as pd
 from simulate.cache import cached_simulate
 from simulate.claims.verdicts import Verdict
 from simulate.engine import NumericalBlowUp
+from theory.accuracy import measured_bound
 from theory.setting import Setting
 
 __all__ = ["COLUMNS", "Z_LIMIT", "APPROX_REL_TOLERANCE", "CURVE_WORDS", "VERDICT_WORDS", "describe_setting",
-           "describe_curve", "verdict_sentence", "run_monte_carlo", "classify", "compare", "verdict_row", "check"]
+           "describe_curve", "verdict_sentence", "run_monte_carlo", "classify", "layer_errors", "compare", "verdict_row", "check"]
 
 COLUMNS = ["id", "setting", "stage", "metric", "kind", "layer", "predicted", "measured", "ci_low", "ci_high", "rel_error", "z",
            "verdict", "tightness", "comment"]
@@ -173,8 +174,37 @@ def _z_scores(measured, predicted, sem):
     return z, rel
 
 
+def layer_errors(measured: pd.DataFrame, curve: pd.DataFrame) -> pd.DataFrame:
+    """One predicted curve beside the measurement, layer by layer (layers >= 1 where both are finite).
+
+    Parameters
+    ----------
+    measured : DataFrame
+        Simulator table (``layer, metric, mean, sem, ci_low, ci_high, n``).
+    curve : DataFrame
+        Rows of ``theory.predict`` (``layer, metric, law, kind, value``).
+
+    Returns
+    -------
+    DataFrame
+        ``curve``'s columns and the measurement's, sorted by layer, with ``z = (mean - value)/sem``
+        (0 where both agree to 1e-9 with ``sem = 0``, else +-inf) and ``rel_error = |mean - value|/|value|``.
+
+    >>> measured = pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "mean": [1.0, 2.1, 2.8], "sem": 0.05})
+    >>> curve = pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "kind": "exact", "value": [1.0, 2.0, 3.0]})
+    >>> layer_errors(measured, curve)[["layer", "z", "rel_error"]].round(3).values.tolist()
+    [[1.0, 2.0, 0.05], [2.0, -4.0, 0.067]]
+    """
+    both = curve.merge(measured[measured["metric"].isin(curve["metric"].unique())], on=["layer", "metric"],
+                       how="inner")
+    both = both[(both["layer"] >= 1) & np.isfinite(both["value"]) & np.isfinite(both["mean"])]
+    both = both.sort_values("layer").reset_index(drop=True)
+    z, rel = _z_scores(both["mean"].to_numpy(float), both["value"].to_numpy(float), both["sem"].to_numpy(float))
+    return both.assign(z=z, rel_error=rel)
+
+
 def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted: pd.DataFrame,
-            blowup_layer: int | None = None) -> list[dict]:
+            blowup_layer: int | None = None, block: str | None = None, scheme: str | None = None) -> list[dict]:
     """Rows of the verify table for one lemma and one setting.
 
     Parameters
@@ -183,27 +213,29 @@ def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted
         Simulator table (``layer, metric, mean, sem, ci_low, ci_high, n``).
     predicted : DataFrame
         Rows of ``theory.predict`` for this lemma (``layer, metric, law, kind, value``).
+    block, scheme : str, optional
+        The setting's block (``llama`` for the preset) and scheme: the comment of an approximate curve then
+        gives its errors measured by the shipped accuracy map there (:func:`theory.accuracy.measured_bound`).
     """
     rows = []
     for (metric, kind), curve in predicted.groupby(["metric", "kind"], sort=True, observed=True):
         if not (curve["layer"] >= 1).any():
             continue  # a value for the input only: nothing to check
-        both = curve.merge(measured[measured["metric"] == metric], on=["layer", "metric"], how="inner")
-        both = both[(both["layer"] >= 1) & np.isfinite(both["value"]) & np.isfinite(both["mean"])]
-        both = both.sort_values("layer")
+        both = layer_errors(measured, curve)
         if both.empty:
             rows.append(verdict_row(lemma_id, setting_label, metric, kind=kind, verdict=Verdict.NOT_MEASURED,
                              comment=f"no layer >= 1 both predicted and measured for {metric} ({kind})"
                                      + (f"; numerical blow-up at layer {blowup_layer}" if blowup_layer else "")))
             continue
-        value, mean, sem = (both[c].to_numpy(float) for c in ("value", "mean", "sem"))
-        z, rel = _z_scores(mean, value, sem)
+        z, rel = both["z"].to_numpy(), both["rel_error"].to_numpy()
         excess = z if kind == "upper" else -z
         verdict = classify(kind, z=z, rel=rel, excess=excess)
         worst = int(np.argmax(excess if kind in ("upper", "lower") else np.abs(z)))
         last = both.iloc[-1]
         tightness = float(last["mean"] / last["value"]) if kind in ("upper", "lower") and last["value"] else math.nan
         comment = _comment(kind, verdict, both, z, excess, worst, tightness, blowup_layer)
+        if kind == "approx" and block is not None and (bound := measured_bound(lemma_id, metric, block, scheme)):
+            comment += f"; {bound.sentence()}"
         rows.append(verdict_row(lemma_id, setting_label, metric, kind=kind, layer=int(last["layer"]),
                          predicted=float(last["value"]), measured=float(last["mean"]), ci_low=float(last["ci_low"]),
                          ci_high=float(last["ci_high"]), rel_error=float(rel[-1]), z=float(z[-1]), verdict=verdict,
@@ -275,5 +307,6 @@ def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0) -> list[d
             rows.append(verdict_row(lemma_id, label, "-", verdict=Verdict.NO_PREDICTION,
                              comment="theory.predict gives no curve for this law in this setting"))
         else:
-            rows += compare(lemma_id, label, measured, curve, blowup)
+            rows += compare(lemma_id, label, measured, curve, blowup, block=setting.preset or setting.block,
+                            scheme=setting.scheme)
     return rows

@@ -25,10 +25,13 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from simulate.claims.inference import INFERENCE_FIELDS
 from simulate.claims.verdicts import Verdict
 from simulate.compare import APPROX_REL_TOLERANCE, COLUMNS, Z_LIMIT, check, compare, describe_setting, verdict_row
+from simulate.engine import CONFIDENCE
 from simulate.runtime.interrupts import deferred_signals, exit_code, handle_signals, interrupted_line, signal_of
 from theory.cli import CliParser, add_progress_argument, fail, markdown_table, output_path, progress_enabled
+from theory.constraints import ConstraintError
 from theory.files import write_text_atomic
 from theory.setting import Setting
 
@@ -355,14 +358,15 @@ def trained_runs(runs: list[str], quick: bool, progress: bool) -> list:
     return [path for paths in claim_runs(TINY if quick else FULL, progress=progress).values() for path in paths]
 
 
-def add_trained_rows(prog: str, table: pd.DataFrame, runs: list, progress: bool) -> pd.DataFrame:
+def add_trained_rows(prog: str, table: pd.DataFrame, runs: list, progress: bool,
+                     confidence: float = CONFIDENCE) -> pd.DataFrame:
     """``verify --trained RUN ...``: the rows of :func:`simulate.claims.across_runs.judge_runs` appended (id: the
-    claim's, setting: the runs, stage: the step). Bad runs: exit 2."""
+    claim's, setting: the runs, stage: the step), intervals at ``confidence``. Bad runs: exit 2."""
     from simulate.claims.across_runs import judge_runs
     from simulate.training.run_directory import RunError
 
     try:
-        judged = judge_runs(runs, progress=progress)
+        judged = judge_runs(runs, progress=progress, confidence=confidence)
     except RunError as error:
         fail(prog, str(error))
     rows = pd.DataFrame([judgement_row(r.judgement.claim.id, r.where, r.stage, r.layer, r.judgement)
@@ -425,6 +429,8 @@ def check_overwrite(prog: str, out: Path, title: str, force: bool) -> None:
 def main(argv=None) -> int:
     """``python -m simulate verify [--quick] [--only ID ...] [--trained [RUN ...]] [--out DIR] [--force]``.
 
+    ``--map`` hands the rest of the flags to the accuracy map (:func:`simulate.accuracy.cli.main`).
+
     Without ``--trained``: every lemma at random init; exit code 0 when every curve of kind
     "exact" of an exact or bridge lemma holds, 1 when one does not (approximate curves are
     reported, not enforced). With ``--trained``: only the papers' trained claims on the runs
@@ -436,6 +442,10 @@ def main(argv=None) -> int:
     """
     import theory
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--map" in argv:  # the accuracy map: its own flags (simulate/accuracy/cli.py)
+        from simulate.accuracy.cli import main as map_main
+        return map_main([word for word in argv if word != "--map"])
     prog = "python -m simulate verify"
     parser = CliParser(prog=prog, description="Check every lemma of theory.LEMMAS against the simulator, or, with "
                                               "--trained, the papers' trained claims on training runs.")
@@ -448,9 +458,17 @@ def main(argv=None) -> int:
     parser.add_argument("--trained", nargs="*", metavar="RUN", default=None,
                         help="judge only P1's and P2's trained claims, on these training runs (none given: tiny "
                              "cached trainings, see docs/scores.md); the random-init lemmas are not rerun")
+    parser.add_argument("--confidence", type=float, default=CONFIDENCE,
+                        help="with --trained: the level of every interval and test, in (0, 1) (default 0.95)")
     add_progress_argument(parser)
     args = parser.parse_args(argv)
     trained = args.trained is not None
+    try:
+        INFERENCE_FIELDS["confidence"].check("confidence", args.confidence)
+    except ConstraintError as error:
+        fail(prog, f"--confidence: {error}")
+    if args.confidence != CONFIDENCE and not trained:
+        fail(prog, "--confidence is allowed only with --trained: the random-init verdicts are judged in sem (|z| <= 4)")
     if trained and args.only is not None:
         fail(prog, "--only is not allowed with --trained: --only picks random-init lemmas, --trained judges the "
                    "trained claims of its runs")
@@ -467,7 +485,7 @@ def main(argv=None) -> int:
         try:
             if trained:
                 runs = trained_runs(args.trained, args.quick, progress)
-                table = add_trained_rows(prog, pd.DataFrame(columns=COLUMNS), runs, progress)
+                table = add_trained_rows(prog, pd.DataFrame(columns=COLUMNS), runs, progress, args.confidence)
                 convergence = convergence_table(runs)
             else:
                 table = verify(quick=args.quick, progress=progress, only=only)

@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("theory", "simulate", "paper_figs", "notebooks")
-DOCUMENTS = ("design.md", "formats.md", "derivations.md", "trained.md", "scores.md", "studies.md")
+DOCUMENTS = ("design.md", "formats.md", "derivations.md", "trained.md", "scores.md", "studies.md", "accuracy.md")
 
 # docs/NAME.md with an optional #anchor, not part of a longer path (``x/docs/...``).
 DOC_CITATION = re.compile(r"(?<![\w/.-])(docs/[\w./-]*?\.md)(?:#([\w-]+))?")

@@ -11,6 +11,8 @@ A newcomer finds every trained verdict here:
   with its one formatter, the :class:`Judgement` record;
 - :mod:`~simulate.claims.growth`: growth classes of variance profiles and their verdicts;
 - :mod:`~simulate.claims.trends`: slopes along an axis, zero crossings;
+- :mod:`~simulate.claims.inference`: the confidence, multiplicity method and bootstrap resamples of a
+  report (:class:`Inference`);
 - :mod:`~simulate.claims.across_runs`: the judge of ``verify --trained`` (groups of runs);
 - :mod:`~simulate.claims.along_axes`: the judge of a study (cells and trends of its axes).
 
@@ -27,8 +29,8 @@ from simulate.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:  # never run; it shows the package's modules to type checkers and to the source walker of
     # simulate.runtime.versions.import_closure (code versions, the import-graph test)
-    from simulate.claims import (across_runs, along_axes, definitions, growth, intervals, judgement,  # noqa: F401
-                                 statistics, trends, verdicts)
+    from simulate.claims import (across_runs, along_axes, definitions, growth, inference, intervals,  # noqa: F401
+                                 judgement, statistics, trends, verdicts)
 
 _NAMES = {
     "simulate.claims.verdicts": ("Verdict",),
@@ -37,6 +39,7 @@ _NAMES = {
     "simulate.claims.definitions": ("SIZE_AXES", "Kind", "GrowthRule", "KNOBS", "Claim", "CLAIMS",
                                     "applicable_claims", "growth_claim", "sparser"),
     "simulate.claims.judgement": ("Judgement",),
+    "simulate.claims.inference": ("MULTIPLICITY_METHODS", "INFERENCE_FIELDS", "Inference"),
     "simulate.claims.statistics": ("REMOVABLE_FRACTION", "SHARE_STATISTICS", "STATISTICS", "ModelEvidence", "ModelStatistics", "halves",
                                    "model_statistics"),
     "simulate.claims.growth": ("EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "growth_summary",

@@ -34,6 +34,7 @@ from simulate.claims.intervals import NO_INTERVAL, difference_interval, t_interv
 from simulate.claims.judgement import Judgement
 from simulate.claims.statistics import ModelEvidence, model_statistics
 from simulate.claims.verdicts import Verdict
+from simulate.engine import CONFIDENCE
 from simulate.scores.compute import ScoreOptions
 
 __all__ = ["VERIFY_OPTIONS", "VERIFY_GROUPS", "JudgedRun", "RunJudgement", "judged_run", "judge_runs"]
@@ -125,7 +126,7 @@ def _claim_words(claim: Claim, estimate, means: str = "") -> str:
     return f"{claim.statistic} ({claim.describe_sides}) = {estimate.format()}{means}; claim: {side}"
 
 
-def _group_judgements(runs: list[JudgedRun], first: bool) -> list[tuple[Judgement, int]]:
+def _group_judgements(runs: list[JudgedRun], first: bool, confidence: float) -> list[tuple[Judgement, int]]:
     """The claims on one scheme judged on one group at one stage: ``(judgement, layer)``."""
     scheme, depth = runs[0].setting.scheme, runs[0].setting.depth
     out = []
@@ -134,26 +135,26 @@ def _group_judgements(runs: list[JudgedRun], first: bool) -> list[tuple[Judgemen
             continue
         if claim.kind is Kind.GROWTH:
             curves = np.stack([r.evidence[r.stage(first)].last_profile() for r in runs])  # (S, L+1)
-            out += [(j, depth) for j in judge_growth(claim, growth_summary(curves))]
+            out += [(j, depth) for j in judge_growth(claim, growth_summary(curves, confidence))]
         elif claim.kind is Kind.SIGNED and claim.sign is not None:
             values = _by_seed(runs, first, claim.statistic)
             if not _measured(values.values()):
                 out.append((_not_measured(claim, len(values)), depth))
                 continue
-            estimate = t_interval(list(values.values()))
+            estimate = t_interval(list(values.values()), confidence)
             out.append((Judgement(claim, claim.statistic, estimate, estimate.signed_verdict(claim.sign),
                                   len(values), comment=_claim_words(claim, estimate)), depth))
     return out
 
 
-def _difference(claim: Claim, first_runs, second_runs, first: bool) -> Judgement | None:
+def _difference(claim: Claim, first_runs, second_runs, first: bool, confidence: float) -> Judgement | None:
     """The claim's statistic, ``first_runs`` minus ``second_runs`` (None for a statistic verify does not score)."""
     if claim.statistic in _UNSCORED:
         return None
     a, b = _by_seed(first_runs, first, claim.statistic), _by_seed(second_runs, first, claim.statistic)
     if not (_measured(a.values()) and _measured(b.values())):
         return _not_measured(claim, len(a) + len(b))
-    estimate, n, method = difference_interval(a, b)
+    estimate, n, method = difference_interval(a, b, confidence)
     means = f" ({np.nanmean(list(a.values())):.4g} against {np.nanmean(list(b.values())):.4g}, {method})"
     return Judgement(claim, claim.statistic, estimate, estimate.signed_verdict(claim.sign), n,
                      comment=_claim_words(claim, estimate, means))
@@ -169,7 +170,7 @@ def _differing_fields(a: JudgedRun, b: JudgedRun) -> list[str]:
     return fields
 
 
-def _pair_judgements(a: list[JudgedRun], b: list[JudgedRun], first: bool) -> list[Judgement]:
+def _pair_judgements(a: list[JudgedRun], b: list[JudgedRun], first: bool, confidence: float) -> list[Judgement]:
     """The claims comparing group ``a`` with group ``b`` (two schemes, or a knob's sparse side and the
     Pre-LN reference)."""
     fields = _differing_fields(a[0], b[0])
@@ -180,14 +181,15 @@ def _pair_judgements(a: list[JudgedRun], b: list[JudgedRun], first: bool) -> lis
         else:
             wanted = (claim.knob is not None and fields == [claim.knob] and b[0].setting.scheme == "pre"
                       and sparser(claim.knob, a[0].setting, b[0].setting))
-        judgement = _difference(claim, a, b, first) if wanted else None
+        judgement = _difference(claim, a, b, first, confidence) if wanted else None
         if judgement is not None:
             out.append(judgement)
     return out
 
 
-def judge_runs(paths, progress: bool = False) -> list[RunJudgement]:
-    """Every trained claim the given runs can test, at step 0 and after training (module docstring)."""
+def judge_runs(paths, progress: bool = False, confidence: float = CONFIDENCE) -> list[RunJudgement]:
+    """Every trained claim the given runs can test, at step 0 and after training (module docstring), with
+    intervals at ``confidence``."""
     from tqdm.auto import tqdm
 
     runs = [judged_run(path) for path in tqdm(list(paths), desc="trained runs", unit="run", disable=not progress,
@@ -200,7 +202,7 @@ def judge_runs(paths, progress: bool = False) -> list[RunJudgement]:
         for first in (True, False):
             where = _describe(members)
             out += [RunJudgement(j, members[0].stage(first), where, layer) for j, layer in
-                    _group_judgements(members, first)]
+                    _group_judgements(members, first, confidence)]
     for a in groups.values():
         for b in groups.values():
             if a is b:
@@ -210,5 +212,5 @@ def judge_runs(paths, progress: bool = False) -> list[RunJudgement]:
                 versus = (f"{_describe(a)} vs {b[0].setting.scheme}" if field == ["scheme"] else
                           f"{KNOBS.get(field[0], field[0]) if field else ''}: {_describe(a)} vs {_describe(b)}")
                 out += [RunJudgement(j, a[0].stage(first), versus, 0 if j.statistic == "val_loss" else
-                                     a[0].setting.depth) for j in _pair_judgements(a, b, first)]
+                                     a[0].setting.depth) for j in _pair_judgements(a, b, first, confidence)]
     return out

@@ -9,15 +9,17 @@ A study's models are judged here from their :class:`~simulate.claims.statistics.
     statistic's mean over seeds with its 95 % t interval (a claim on two schemes: the
     first scheme minus the second, :func:`~simulate.claims.intervals.difference_interval`, paired
     by seed where the two schemes have the same seeds in the cell) and, for a claimed sign,
-    its verdict. Growth claims give :func:`simulate.claims.growth.judge_growth`'s rows pooled
+    its verdict (the interval at the report's :class:`~simulate.claims.inference.Inference` confidence).
+    Growth claims give :func:`simulate.claims.growth.judge_growth`'s rows pooled
     over seeds, with the ``growth_class``; ``every_step`` gives the growth class at every
     logged step in its ``detail``.
 ``trends``
     One row per claim, study axis and group (the values of the swept fields that stay fixed
     along the axis), at the level of the design (:mod:`simulate.claims.trends`): the slope of
     the cell means against log(axis) with its lack-of-fit p, the difference between the last
-    and the first cell, the method of the direction verdict with its raw and Holm-adjusted p
-    (the family: every direction verdict of the table), the claimed direction and its verdict,
+    and the first cell, the method of the direction verdict with its raw and adjusted p (Holm's
+    or Benjamini-Hochberg's, :class:`~simulate.claims.inference.Inference`; the family: every
+    direction verdict of the table), the claimed direction and its verdict,
     and where a signed claim's cell means change sign.
 
 Verdict of the every-step claim at a cell: ``holds`` when the pooled growth class is
@@ -34,9 +36,10 @@ import pandas as pd
 
 from simulate.claims.definitions import CLAIMS, Claim, Kind
 from simulate.claims.growth import growth_summary, judge_growth
+from simulate.claims.inference import Inference
 from simulate.claims.intervals import Interval, NO_INTERVAL, difference_interval, share_interval, t_interval
 from simulate.claims.statistics import SHARE_STATISTICS
-from simulate.claims.trends import cell_crossing, describe_crossing, direction_verdict, fit_trend, holm
+from simulate.claims.trends import cell_crossing, describe_crossing, direction_verdict, fit_trend
 from simulate.claims.verdicts import Verdict
 
 __all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "claim_samples", "level_rows", "trend_rows"]
@@ -66,23 +69,23 @@ def _level_row(claim: Claim, fields, cell, statistic: str, estimate: Interval, n
             "verdict": str(verdict), "growth_class": label, "detail": detail}
 
 
-def _growth_levels(claim: Claim, fields, cell, members) -> list[dict]:
+def _growth_levels(claim: Claim, fields, cell, members, confidence: float) -> list[dict]:
     curves = [m.profiles[max(m.profiles)] for m in members if m.status == "ok" and m.scheme == claim.schemes[0]]
     if not curves:
         return []
     return [_level_row(claim, fields, cell, j.statistic, j.estimate, len(curves), j.verdict, j.comment,
                        j.growth_class)
-            for j in judge_growth(claim, growth_summary(np.stack(curves)))]  # curves: (S, L+1)
+            for j in judge_growth(claim, growth_summary(np.stack(curves), confidence))]  # curves: (S, L+1)
 
 
-def _every_step_levels(claim: Claim, fields, cell, members) -> list[dict]:
+def _every_step_levels(claim: Claim, fields, cell, members, confidence: float) -> list[dict]:
     ok = [m for m in members if m.status == "ok" and m.scheme == claim.schemes[0]]
     if not ok:
         return []
     steps = sorted(set.intersection(*(set(m.profiles) for m in ok)) - {0})
     labels = []
     for step in steps:
-        summary = growth_summary(np.stack([m.profiles[step] for m in ok]))  # (S, L+1)
+        summary = growth_summary(np.stack([m.profiles[step] for m in ok]), confidence)  # (S, L+1)
         exponential = summary.label == "exponential" and summary.rate.low > 0
         labels.append("exponential" if exponential else summary.label)
     count = sum(label == "exponential" for label in labels)
@@ -98,7 +101,7 @@ def _every_step_levels(claim: Claim, fields, cell, members) -> list[dict]:
                        f"exponential at {count} of {len(steps)} logged steps after step 0 ({classes})")]
 
 
-def _level(claim: Claim, members) -> tuple[Interval, int]:
+def _level(claim: Claim, members, confidence: float) -> tuple[Interval, int]:
     """The statistic's mean over the cell's seeds with its t interval, or for two schemes their difference
     (:func:`simulate.claims.intervals.difference_interval`, as ``verify --trained`` compares two groups)."""
     ok = [m for m in members if m.status == "ok"]
@@ -106,15 +109,15 @@ def _level(claim: Claim, members) -> tuple[Interval, int]:
     if claim.paired:
         if not (by_seed[0] and by_seed[1]):
             return NO_INTERVAL, 0
-        return difference_interval(*by_seed)[:2]
+        return difference_interval(*by_seed, confidence=confidence)[:2]
     values = list(by_seed[0].values())
     if claim.statistic in SHARE_STATISTICS:  # a share of blocks: never a zero-width interval
         blocks = [m.stats.blocks for m in ok if m.scheme == claim.schemes[0]]
-        return share_interval(values, blocks), int(np.isfinite(values).sum())
-    return t_interval(values), int(np.isfinite(values).sum())
+        return share_interval(values, blocks, confidence), int(np.isfinite(values).sum())
+    return t_interval(values, confidence), int(np.isfinite(values).sum())
 
 
-def level_rows(claim_ids, models, fields) -> pd.DataFrame:
+def level_rows(claim_ids, models, fields, inference: Inference = Inference()) -> pd.DataFrame:
     """The levels table (module docstring) of ``claim_ids`` over ``models``, cells over ``fields``."""
     rows = []
     cells = sorted({m.cell(fields) for m in models})
@@ -122,11 +125,11 @@ def level_rows(claim_ids, models, fields) -> pd.DataFrame:
         for cell in cells:
             members = [m for m in models if m.cell(fields) == cell]
             if claim.kind is Kind.GROWTH:
-                rows += _growth_levels(claim, fields, cell, members)
+                rows += _growth_levels(claim, fields, cell, members, inference.confidence)
             elif claim.kind is Kind.EVERY_STEP:
-                rows += _every_step_levels(claim, fields, cell, members)
+                rows += _every_step_levels(claim, fields, cell, members, inference.confidence)
             else:
-                estimate, n = _level(claim, members)
+                estimate, n = _level(claim, members, inference.confidence)
                 verdict = "" if claim.sign is None else (
                     Verdict.NOT_MEASURED if math.isnan(estimate.estimate) else estimate.signed_verdict(claim.sign))
                 rows.append(_level_row(claim, fields, cell, claim.statistic, estimate, n, verdict))
@@ -134,7 +137,7 @@ def level_rows(claim_ids, models, fields) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _trend_row(claim: Claim, axis: str, group: dict, members) -> tuple[dict, object]:
+def _trend_row(claim: Claim, axis: str, group: dict, members, confidence: float) -> tuple[dict, object]:
     """One row of the trends table and its :class:`~simulate.claims.trends.Trend` (the verdict comes later,
     from the family's adjusted p-values)."""
     samples = claim_samples(claim, members, (axis,))
@@ -143,7 +146,7 @@ def _trend_row(claim: Claim, axis: str, group: dict, members) -> tuple[dict, obj
     blocks = None
     if claim.statistic in SHARE_STATISTICS:  # the same models, in claim_samples' order
         blocks = np.array([m.stats.blocks for m in members if m.status == "ok" and m.scheme == claim.schemes[0]])
-    trend = fit_trend(x, y, blocks=blocks)
+    trend = fit_trend(x, y, confidence, blocks=blocks)
     direction = claim.direction(axis)
     failed = sum(m.status == "failed" for m in members if m.scheme in claim.schemes)
     pending = sum(m.status == "pending" for m in members if m.scheme in claim.schemes)
@@ -157,13 +160,13 @@ def _trend_row(claim: Claim, axis: str, group: dict, members) -> tuple[dict, obj
            "direction": {1: "rises", -1: "falls", None: ""}[direction], "verdict": "", "crossing": math.nan,
            "crossing_low": math.nan, "crossing_high": math.nan, "crossing_note": ""}
     if claim.sign is not None:
-        crossing = cell_crossing(x, y)
+        crossing = cell_crossing(x, y, confidence)
         row.update(crossing=crossing.estimate, crossing_low=crossing.low, crossing_high=crossing.high,
                    crossing_note=describe_crossing(crossing, axis))
     return row, trend
 
 
-def trend_rows(claim_ids, models, axes, group_fields) -> pd.DataFrame:
+def trend_rows(claim_ids, models, axes, group_fields, inference: Inference = Inference()) -> pd.DataFrame:
     """The trends table (module docstring): per claim of ``claim_ids``, axis of ``axes`` and group of the fields
     ``group_fields(axis)`` that stay fixed along it."""
     rows, trends = [], []
@@ -172,10 +175,10 @@ def trend_rows(claim_ids, models, axes, group_fields) -> pd.DataFrame:
             fields = group_fields(axis)
             for group in sorted({m.cell(fields) for m in models}):
                 members = [m for m in models if m.cell(fields) == group]
-                row, trend = _trend_row(claim, axis, dict(zip(fields, group)), members)
+                row, trend = _trend_row(claim, axis, dict(zip(fields, group)), members, inference.confidence)
                 rows.append(row)
                 trends.append((trend, claim.direction(axis)))
-    adjusted = holm([row["p_value"] for row in rows])  # the family: every direction verdict of the table
+    adjusted = inference.adjust([row["p_value"] for row in rows])  # the family: every direction verdict
     for row, (trend, direction), p in zip(rows, trends, adjusted):
-        row.update(p_adjusted=p, verdict=str(direction_verdict(trend, direction, p)))
+        row.update(p_adjusted=p, verdict=str(direction_verdict(trend, direction, p, inference.confidence)))
     return pd.DataFrame(rows, columns=None if rows else list(TREND_COLUMNS))

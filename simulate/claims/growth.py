@@ -46,6 +46,7 @@ from simulate.claims.definitions import Claim
 from simulate.claims.intervals import Interval, t_interval
 from simulate.claims.judgement import Judgement
 from simulate.claims.verdicts import Verdict
+from simulate.engine import CONFIDENCE
 from theory.meanfield.bridge import loglog_slope, var_growth
 
 __all__ = ["EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "growth_summary", "describe_growth", "judge_growth"]
@@ -105,8 +106,9 @@ def _step_fit(var: np.ndarray):
     return Interval(-fit.slope, -fit.ci_high, -fit.ci_low), constant, dropped
 
 
-def growth_summary(curves) -> GrowthSummary:
-    """Fit every profile of ``curves`` (``(S, L+1)`` or ``(L+1,)``, layer 0 first) and pool over seeds."""
+def growth_summary(curves, confidence: float = CONFIDENCE) -> GrowthSummary:
+    """Fit every profile of ``curves`` (``(S, L+1)`` or ``(L+1,)``, layer 0 first) and pool over seeds (t intervals
+    at ``confidence``; one curve keeps its fit's own 95 % interval)."""
     curves = np.atleast_2d(np.asarray(curves, dtype=float))  # (S, L+1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a flat or zero layer: NaN, left out
         fits = [var_growth(curve) for curve in curves]
@@ -117,9 +119,9 @@ def growth_summary(curves) -> GrowthSummary:
                                                                                       expo.ci_high)
         step = steps[0][0]
     else:
-        exponent = t_interval([f["polynomial"].slope for f in fits])
-        rate = t_interval([f["exponential"].slope for f in fits])
-        step = t_interval([s[0].estimate for s in steps])
+        exponent = t_interval([f["polynomial"].slope for f in fits], confidence)
+        rate = t_interval([f["exponential"].slope for f in fits], confidence)
+        step = t_interval([s[0].estimate for s in steps], confidence)
     rss_poly = float(np.sum([f["polynomial"].rss for f in fits]))
     rss_exp = float(np.sum([f["exponential"].rss for f in fits]))
     depth = curves.shape[1] - 1
@@ -127,7 +129,7 @@ def growth_summary(curves) -> GrowthSummary:
         ratios = curves[:, -1] / curves[:, 0]  # (S,)
         preferences = np.log([f["polynomial"].rss / f["exponential"].rss for f in fits])  # (S,)
     growth = float(ratios[np.isfinite(ratios)].mean()) if np.isfinite(ratios).any() else math.nan
-    preference = t_interval(preferences) if len(curves) > 1 else Interval(float(preferences[0]))
+    preference = t_interval(preferences, confidence) if len(curves) > 1 else Interval(float(preferences[0]))
     folds = rate.estimate * depth >= 1.0  # an exponential that does not e-fold is its own linearisation
     if not (np.isfinite(rss_poly) and np.isfinite(rss_exp)) or growth < 1.0 + FLAT_GROWTH:
         label = "undetermined"  # too few layers, or a profile too flat to have a class

@@ -121,7 +121,7 @@ def points_table(study, models: list[Model]) -> pd.DataFrame:
 def levels_table(study, models: list[Model]) -> pd.DataFrame:
     """One row per claim and cell (:func:`simulate.claims.along_axes.level_rows`), with its stability."""
     fields = study.cell_fields()
-    levels = level_rows(study.claims, models, fields)
+    levels = level_rows(study.claims, models, fields, study.inference)
     levels["stability"] = ""
     if len(levels):
         pairing = ["claim", "statistic", "scheme", *(f for f in fields if f != "steps")]
@@ -131,7 +131,7 @@ def levels_table(study, models: list[Model]) -> pd.DataFrame:
 
 def trends_table(study, models: list[Model]) -> pd.DataFrame:
     """One row per claim, axis and group (:func:`simulate.claims.along_axes.trend_rows`), with its stability."""
-    trends = trend_rows(study.claims, models, study.axes, study.group_fields)
+    trends = trend_rows(study.claims, models, study.axes, study.group_fields, study.inference)
     trends["stability"] = ""
     if len(trends):
         pairing = ["claim", "statistic", "scheme", "axis",

@@ -27,17 +27,30 @@ factors. Nothing it predicts feeds back into its regressors (the bridge law's ``
 does), and it says that blocks at the same relative depth grow the stream alike at every
 depth (P1 compares layers so, Fig. 1). It was added after the bridge law had missed L=32 in
 the atlas: its error at L=32 was known when it was written, its error at L=64 was not
-(docs/studies.md#extrapolation).
+(docs/studies.md#extrapolation). At a fixed recipe its ``log var_L`` is linear in ``L``: it
+predicts exponential growth by construction.
+
+The third law, the **increment law** (:class:`IncrementLaw`), does not force the growth class:
+it fits the log of each block's variance increment,
+
+    log(var_l - var_{l-1}) = x . psi,    x = [1, l/L, log sigma_{l-1}, log d, log steps]
+
+so that ``var_l - var_{l-1} ~ sigma_{l-1}^k`` with ``k`` the fitted coefficient of
+``log sigma``: ``k = 2`` is exponential growth, ``k = 1`` P1 Lemma 3.2's
+``sigma^2 (1 + c/sigma)``, ``k = 0`` linear growth (the Pre-LN law at init); the data choose.
+Blocks whose variance did not grow have no log increment: they are left out of the fit and
+counted (``dropped``).
 
 The **extrapolation test** fits the law on the shallower models and predicts the profile
 of the deepest ones without using them: per held-out model, the error of
 ``log var_L`` (predicted minus measured, the last layer) and the mean over layers of
 ``|log(predicted/measured)|``, with a t interval over the held-out seeds; the same errors on
 the fitted models of the deepest fitted depth say how well the law fits its own data. The
-test's verdict needs the law's own uncertainty: the law is refitted on
-:data:`RESAMPLES` bootstrap resamples of the fitting models (whole models, with every block,
-drawn with replacement), each refit predicts the held-out models' mean ``log var_L``, and the
-95 % prediction interval of the held-out mean is ``+-1.96 sqrt(var_bootstrap + sem^2)`` about
+test's verdict needs the law's own uncertainty: the law is refitted on the study's
+``bootstrap`` resamples of the fitting models (:class:`~simulate.claims.inference.Inference`;
+whole models, with every block, drawn with replacement), each refit predicts the held-out
+models' mean ``log var_L``, and the prediction interval of the held-out mean (at the study's
+confidence, 95 % by default) is ``+-z sqrt(var_bootstrap + sem^2)`` about
 the law's prediction (the law's spread and the held-out seeds' spread). The law **passes**
 when the measured mean lies inside it and **fails** otherwise; a law that fails is not run at
 the papers' sizes. The bridge
@@ -63,21 +76,30 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulate.claims import describe_growth, growth_summary, t_interval
+from simulate.claims import Inference, describe_growth, growth_summary, t_interval
 from simulate.study.point_table import last_step_layers
 from theory.meanfield.bridge import bridge_profile
 
-__all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "FIRST_TERMS", "PAPER_SIZES", "RESAMPLES", "BridgeLaw", "GrowthLaw",
-           "LawError",
-           "bridge_samples", "fit_law", "fit_growth_law", "predict_profile", "profile_errors", "extrapolation_test",
-           "paper_predictions"]
+__all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "INCREMENT_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw",
+           "GrowthLaw", "IncrementLaw", "LawError", "bridge_samples", "fit_law", "fit_growth_law", "fit_increment_law",
+           "formula", "predict_profile", "profile_errors", "extrapolation_test", "paper_predictions"]
 
 BLOCK_TERMS = ("1", "log l", "l/L", "log sigma", "log d", "log steps")
 GROWTH_TERMS = ("1", "l/L", "log d", "log steps")
+INCREMENT_TERMS = ("1", "l/L", "log sigma", "log d", "log steps")
 FIRST_TERMS = ("1", "log d", "log steps")
 # The papers' sizes (P1: LLaMA configs of the official code, 130M trained 20k steps; the steps of the
 # 1B and 7B runs are this project's reading, stated in docs/studies.md).
 PAPER_SIZES = (("LLaMA-130M", 768, 12, 20_000), ("LLaMA-1B", 2048, 24, 100_000), ("7B", 4096, 32, 150_000))
+
+
+def formula(terms, values) -> str:
+    """``0.1 1 + -0.2 l/L``: a fitted linear form, for a reader.
+
+    >>> formula(("1", "l/L"), (0.1, -0.2))
+    '0.1 1 + -0.2 l/L'
+    """
+    return " + ".join(f"{v:.3g} {t}" for t, v in zip(terms, values))
 
 
 @dataclass(frozen=True)
@@ -97,6 +119,13 @@ class BridgeLaw:
     def profile(self, depth: int, width: float | None = None, steps: float | None = None) -> np.ndarray:
         """:func:`predict_profile` of this law."""
         return predict_profile(self, depth, width, steps)
+
+    def coefficients(self) -> tuple:
+        """``(name, terms, values)`` of each fitted block law (the report's rows)."""
+        return ("alpha", self.terms, self.alpha), ("beta", self.terms, self.beta)
+
+    def describe(self) -> str:
+        return f"a/sigma = {formula(self.terms, self.alpha)}; log(b/sigma) = {formula(self.terms, self.beta)}"
 
 
 @dataclass(frozen=True)
@@ -120,6 +149,50 @@ class GrowthLaw:
                    for layer in range(2, depth + 1)]  # (L-1,) log growth factors of blocks 2..L
         with np.errstate(over="ignore"):
             return np.exp(first + np.concatenate([[0.0], np.cumsum(factors)]))  # (L,)
+
+    def coefficients(self) -> tuple:
+        """``(name, terms, values)`` of the fitted block law (the report's rows)."""
+        return (("theta", self.terms, self.theta),)
+
+    def describe(self) -> str:
+        return f"log(var_l/var_(l-1)) = {formula(self.terms, self.theta)}"
+
+
+@dataclass(frozen=True)
+class IncrementLaw:
+    """Fitted coefficients of ``log(var_l - var_{l-1})`` (``psi``) over ``terms`` and of ``log sigma_1^2``
+    (``gamma``) over ``first_terms`` (module docstring); ``dropped`` of ``blocks`` blocks ``l >= 2`` did not
+    grow and are not in the fit; ``fixed`` and ``embedding_var`` as in :class:`BridgeLaw`."""
+
+    terms: tuple[str, ...]
+    psi: np.ndarray
+    first_terms: tuple[str, ...]
+    gamma: np.ndarray
+    fixed: dict
+    dropped: int
+    blocks: int
+    embedding_var: float = math.nan
+
+    def profile(self, depth: int, width: float | None = None, steps: float | None = None) -> np.ndarray:
+        """Predicted ``var`` after blocks ``1..L`` (``(L,)``): ``var_1`` from the first block's law, then each
+        block adds its increment at the stream's variance so far (inf from where it leaves float64)."""
+        var = float(np.exp(_regressors(self, self.first_terms, 1, depth, 1.0, width, steps) @ self.gamma))
+        profile = [var]
+        with np.errstate(over="ignore"):
+            for layer in range(2, depth + 1):
+                if math.isfinite(var):
+                    x = _regressors(self, self.terms, layer, depth, math.sqrt(var), width, steps)
+                    var += math.exp(min(float(x @ self.psi), 710.0))
+                profile.append(var)
+        return np.array(profile)  # (L,)
+
+    def coefficients(self) -> tuple:
+        """``(name, terms, values)`` of the fitted block law (the report's rows)."""
+        return (("psi", self.terms, self.psi),)
+
+    def describe(self) -> str:
+        return (f"log(var_l - var_(l-1)) = {formula(self.terms, self.psi)} ({self.dropped} of {self.blocks} blocks "
+                "l >= 2 did not grow and are left out)")
 
 
 def bridge_samples(models) -> pd.DataFrame:
@@ -203,7 +276,20 @@ def fit_growth_law(samples: pd.DataFrame) -> GrowthLaw:
     return GrowthLaw(terms, theta, first_terms, gamma, {**fixed, **first_fixed}, embedding_var)
 
 
-def _regressors(law: BridgeLaw | GrowthLaw, terms, layer: int, depth: int, sigma: float, width: float | None,
+def fit_increment_law(samples: pd.DataFrame) -> IncrementLaw:
+    """Least-squares :class:`IncrementLaw` of one scheme's samples over the blocks ``l >= 2`` whose variance grew
+    (module docstring); :class:`LawError` as :func:`fit_law`."""
+    later = samples[(samples["layer"] >= 2) & (samples["var_in"] > 0)]
+    blocks = later[later["var"] > later["var_in"]]
+    terms, fixed = _varying(blocks, INCREMENT_TERMS)
+    design = _fit_design(blocks, terms, "growing blocks l >= 2")  # (n, terms)
+    psi = np.linalg.lstsq(design, np.log(blocks["var"] - blocks["var_in"]).to_numpy(float), rcond=None)[0]
+    first_terms, gamma, first_fixed, embedding_var = _first_block_law(samples)
+    return IncrementLaw(terms, psi, first_terms, gamma, {**fixed, **first_fixed}, len(later) - len(blocks),
+                        len(later), embedding_var)
+
+
+def _regressors(law: BridgeLaw | GrowthLaw | IncrementLaw, terms, layer: int, depth: int, sigma: float, width: float | None,
                 steps: float | None):
     values = {"1": 1.0, "log l": math.log(layer), "l/L": layer / depth, "log sigma": math.log(sigma),
               "log d": law.fixed.get("log d") if width is None else math.log(width),
@@ -233,39 +319,37 @@ def predict_profile(law: BridgeLaw, depth: int, width: float | None = None, step
     return np.array(profile)  # (L,) blocks 1..L; inf from the block where the prediction leaves float64
 
 
-def profile_errors(law: BridgeLaw | GrowthLaw, models: pd.DataFrame) -> pd.DataFrame:
-    """Per model in ``models`` (samples of one depth): the law's profile against the measured one
-    (``last_log_error``, ``mean_abs_log_error``, ``measured_last``, ``predicted_last``; module docstring)."""
+def profile_errors(law: BridgeLaw | GrowthLaw | IncrementLaw, models: pd.DataFrame) -> pd.DataFrame:
+    """Per model in ``models``: the law's profile against the measured one (``last_log_error``,
+    ``mean_abs_log_error``, ``measured_last``, ``predicted_last``; module docstring)."""
     errors = []
     for (seed, depth, width, steps), rows in models.groupby(["seed", "depth", "width", "steps"]):
         rows = rows.sort_values("layer")
         predicted = law.profile(depth, width, steps)  # (L,)
         log_ratio = np.log(predicted / rows["var"].to_numpy(float))  # (L,)
-        errors.append({"seed": seed, "width": width, "steps": steps, "last_log_error": float(log_ratio[-1]),
+        errors.append({"seed": seed, "depth": depth, "width": width, "steps": steps,
+                       "last_log_error": float(log_ratio[-1]),
                        "mean_abs_log_error": float(np.mean(np.abs(log_ratio))),
                        "measured_last": float(rows["var"].iloc[-1]), "predicted_last": float(predicted[-1])})
-    return pd.DataFrame(errors, columns=["seed", "width", "steps", "last_log_error", "mean_abs_log_error",
+    return pd.DataFrame(errors, columns=["seed", "depth", "width", "steps", "last_log_error", "mean_abs_log_error",
                                          "measured_last", "predicted_last"])
 
 
-def _intervals(errors: pd.DataFrame) -> dict:
-    return {name: t_interval(errors[name]) if len(errors) else None
+def _intervals(errors: pd.DataFrame, confidence: float) -> dict:
+    return {name: t_interval(errors[name], confidence) if len(errors) else None
             for name in ("last_log_error", "mean_abs_log_error")}
 
 
-RESAMPLES = 200  # bootstrap refits of a law over its fitting models (the law's own uncertainty)
-
-
 def _prediction_interval(fit, fitting: pd.DataFrame, held_out: pd.DataFrame, errors: pd.DataFrame,
-                         seed: int = 0) -> tuple[float, float, int]:
+                         inference: Inference, seed: int = 0) -> tuple[float, float, int]:
     """(the law's predicted mean log var_L at the held-out models minus the measured mean, the half-width of
-    its 95 % prediction interval, the refits that succeeded); module docstring."""
+    its prediction interval, the refits that succeeded); module docstring."""
     keys = ["scheme", "seed", "depth", "width", "steps"]
     models = [rows for _, rows in fitting.groupby(keys)]
     targets = held_out.groupby(keys[1:]).size().index  # (seed, depth, width, steps) of each held-out model
     rng = np.random.default_rng(seed)
     predictions = []
-    for _ in range(RESAMPLES):
+    for _ in range(inference.bootstrap):
         chosen = rng.integers(len(models), size=len(models))  # (M,) whole models, with replacement
         try:
             law = fit(pd.concat([models[i] for i in chosen], ignore_index=True))
@@ -278,38 +362,41 @@ def _prediction_interval(fit, fitting: pd.DataFrame, held_out: pd.DataFrame, err
     predictions = predictions[np.isfinite(predictions)]
     sem2 = float(errors["last_log_error"].var(ddof=1) / len(errors)) if len(errors) > 1 else 0.0
     spread = float(predictions.var(ddof=1)) if predictions.size > 1 else math.nan
-    return float(errors["last_log_error"].mean()), 1.959964 * math.sqrt(spread + sem2), int(predictions.size)
+    return float(errors["last_log_error"].mean()), inference.z * math.sqrt(spread + sem2), int(predictions.size)
 
 
-def extrapolation_test(samples: pd.DataFrame, held_out_depth: int, fit=fit_law) -> dict:
-    """Fit on the models shallower than ``held_out_depth`` and predict those of that depth (module docstring).
+def extrapolation_test(samples: pd.DataFrame, held_out: float, fit=fit_law, inference: Inference = Inference(),
+                       field: str = "depth") -> dict:
+    """Fit on the models whose ``field`` is below ``held_out`` and predict those at it (module docstring).
 
-    ``fit``: :func:`fit_law` (the bridge law) or :func:`fit_growth_law`. Returns the law, the held-out
-    models' errors (``errors``) and their t intervals over seeds (``test``), and the same on the fitted
-    models of the deepest fitted depth ``fit_depth`` (``fit_errors``, ``fit``): a law that misses its own
-    data says little about a deeper model; and the blind test's verdict (``passed``, with ``error``, the
-    prediction interval's ``half_width`` and the ``refits`` it rests on; ``untested`` says why there is no
-    verdict: fewer than two held-out models, too few fitting models to resample, a prediction that is not
-    finite).
+    ``field``: ``depth`` (the extrapolation test), or ``width`` or ``steps`` (a second blind test on the
+    widest or longest-trained models). ``fit``: :func:`fit_law` (the bridge law) or :func:`fit_growth_law`.
+    Returns the law, the held-out models' errors (``errors``) and their t intervals over seeds (``test``),
+    and the same on the fitted models at the largest fitted value ``fit_value`` (``fit_errors``, ``fit``): a
+    law that misses its own data says little about a model beyond it; and the blind test's verdict
+    (``passed``, with ``error``, the prediction interval's ``half_width`` and the ``refits`` it rests on;
+    ``untested`` says why there is no verdict: fewer than two held-out models, too few fitting models to
+    resample, a prediction that is not finite).
     """
-    fitting = samples[samples["depth"] < held_out_depth]
+    fitting = samples[samples[field] < held_out]
     law = fit(fitting)
-    fit_depth = int(fitting["depth"].max())
-    held_out = samples[samples["depth"] == held_out_depth]
-    errors = profile_errors(law, held_out)
-    fit_errors = profile_errors(law, fitting[fitting["depth"] == fit_depth])
-    error, half_width, refits = _prediction_interval(fit, fitting, held_out, errors) if len(errors) else \
-        (math.nan, math.nan, 0)
+    fit_value = fitting[field].max()
+    held = samples[samples[field] == held_out]
+    errors = profile_errors(law, held)
+    fit_errors = profile_errors(law, fitting[fitting[field] == fit_value])
+    error, half_width, refits = _prediction_interval(fit, fitting, held, errors, inference) if len(errors) \
+        else (math.nan, math.nan, 0)
     untested = ("fewer than two held-out models" if len(errors) < 2 else
-                f"{refits} of {RESAMPLES} bootstrap refits succeeded (too few fitting models)"
-                if refits < RESAMPLES // 2 or not half_width > 0 else
+                f"{refits} of {inference.bootstrap} bootstrap refits succeeded (too few fitting models)"
+                if refits < inference.bootstrap // 2 or not half_width > 0 else
                 "the law's prediction is not finite" if not math.isfinite(error) else "")
-    return {"law": law, "errors": errors, "test": _intervals(errors), "fit_depth": fit_depth,
-            "fit_errors": fit_errors, "fit": _intervals(fit_errors), "error": error, "half_width": half_width,
+    return {"law": law, "field": field, "held_out": held_out, "errors": errors,
+            "test": _intervals(errors, inference.confidence), "fit_value": fit_value, "fit_errors": fit_errors,
+            "fit": _intervals(fit_errors, inference.confidence), "error": error, "half_width": half_width,
             "refits": refits, "untested": untested, "passed": not untested and bool(abs(error) <= half_width)}
 
 
-def paper_predictions(law: BridgeLaw | GrowthLaw, sizes=PAPER_SIZES) -> pd.DataFrame:
+def paper_predictions(law: BridgeLaw | GrowthLaw | IncrementLaw, sizes=PAPER_SIZES) -> pd.DataFrame:
     """Extrapolations at the papers' sizes: the predicted profile's growth class, exponent or rate."""
     rows = []
     for name, width, depth, steps in sizes:

@@ -6,16 +6,18 @@ studies trained with that study's recipe (the same Setting and options but for d
 and its linked fields, and training length), except the deepest depth, which is predicted
 without being used (the extrapolation test, on the depth study's own models of that depth;
 while the study is unfinished, the deepest depth with two finished models of each scheme).
-Then the laws are run at the papers' sizes
+A second blind test holds out another slice where the models have one (:data:`SECOND_SLICES`):
+the widest models, fitted on the narrower ones, and the longest-trained, fitted on the shorter.
+Then the laws that passed every blind test they had, informatively, are run at the papers' sizes
 (:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations.
 ``extrapolation.csv`` has one row per scheme, law (``bridge`` or ``growth``) and quantity (columns
 ``scheme, law, kind, name, value, low, high, detail``; kinds ``alpha``, ``beta`` (bridge),
 ``theta`` (growth) and ``gamma`` for the coefficients,
 ``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
 deepest fitted depth, ``blind test`` for the verdict (``passes`` or ``fails``: the held-out
-mean error with the law's 95 % prediction interval; a pass whose interval is wider than
-:data:`INFORMATIVE` is ``passes, uninformative``), ``paper`` for the extrapolations, which only
-an informative pass gets).
+mean error with the law's prediction interval; a pass whose interval is wider than
+:data:`INFORMATIVE` is ``passes, uninformative``), ``blind test (width)`` and ``blind test (steps)``
+for the second ones, ``paper`` for the extrapolations, which only informative passes get).
 """
 
 from __future__ import annotations
@@ -27,14 +29,15 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.study.analysis import distinct_models
-from simulate.study.extrapolation import (LawError, bridge_samples, extrapolation_test, fit_growth_law, fit_law,
-                                          paper_predictions)
+from simulate.study.extrapolation import (LawError, bridge_samples, extrapolation_test, fit_growth_law,
+                                          fit_increment_law, fit_law, formula, paper_predictions)
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 
-__all__ = ["LAWS", "INFORMATIVE", "recipe_models", "write_extrapolation"]
+__all__ = ["LAWS", "INFORMATIVE", "SECOND_SLICES", "recipe_models", "write_extrapolation"]
 
-LAWS = {"bridge": fit_law, "growth": fit_growth_law}  # the laws reported, in order (simulate.study.extrapolation)
+# the laws reported, in order (simulate.study.extrapolation)
+LAWS = {"bridge": fit_law, "growth": fit_growth_law, "increment": fit_increment_law}
 INFORMATIVE = math.log(10.0)  # a prediction interval wider than +-log 10 on log var_L says nothing: no extrapolation
 
 _FREE_SETTING = ("depth", "width", "heads", "ffn_width")
@@ -69,32 +72,76 @@ def _held_out_depth(depth_study, models, keys: set) -> tuple[int, int]:
     return (tested[0] if tested else planned), planned
 
 
-def _formula(terms, values) -> str:
-    return " + ".join(f"{v:.3g} {t}" for t, v in zip(terms, values))
+_SYMBOL = {"depth": "L", "width": "d", "steps": "steps"}
+SECOND_SLICES = {"width": "the widest models", "steps": "the longest-trained models"}  # the second blind tests
 
 
-def _law_section(samples, held_out: int, law_name: str, fit) -> tuple[list[str], list[dict]]:
+def _where(field: str, value) -> str:
+    return f"{_SYMBOL[field]}={value:g}"
+
+
+def _blind_test(result: dict, inference, title: str) -> tuple[str, bool, dict, str]:
+    """(verdict, whether it is an informative pass, its CSV row, its Markdown line) of one blind test."""
+    where = _where(result["field"], result["held_out"])
+    informative = result["half_width"] <= INFORMATIVE
+    verdict = ("untested" if result["untested"] else "fails" if not result["passed"] else
+               "passes" if informative else "passes, uninformative")
+    row = {"kind": "blind test" if result["field"] == "depth" else f"blind test ({result['field']})",
+           "name": verdict, "value": result["error"], "low": result["error"] - result["half_width"],
+           "high": result["error"] + result["half_width"],
+           "detail": f"{where}, {len(result['errors'])} models, prediction interval +-{result['half_width']:.3g} from "
+                     f"{result['refits']} bootstrap refits"}
+    if result["untested"]:
+        return verdict, False, row, f"**{title} at {where}: UNTESTED**, {result['untested']}."
+    line = (f"**{title} at {where} ({len(result['errors'])} models): the law {verdict.upper()}.** log(predicted / "
+            f"measured var_L), mean over the held-out models: {result['error']:.3g}; {inference.confidence * 100:g} % "
+            f"prediction interval of the law +-{result['half_width']:.3g} (its spread over {result['refits']} bootstrap "
+            "refits on the fitting models, and the held-out seeds' spread)"
+            + (f"; var_L is off by a factor {math.exp(abs(result['error'])):.3g}." if not result["passed"] else "."))
+    return verdict, verdict == "passes", row, line
+
+
+def _second_tests(samples, fit, inference) -> tuple[list[str], list[dict], list[str]]:
+    """The second blind tests (:data:`SECOND_SLICES`) where the samples have two values of the field or more:
+    the Markdown lines, the CSV rows and the reasons that withdraw the papers' sizes."""
+    lines, rows, against = [], [], []
+    for field, title in SECOND_SLICES.items():
+        values = sorted(samples[field].unique())
+        if len(values) < 2:
+            continue
+        try:
+            result = extrapolation_test(samples, values[-1], fit, inference, field=field)
+        except LawError as error:
+            lines += [f"**Second blind test, {title} ({_where(field, values[-1])}): no law** ({error}).", ""]
+            continue
+        verdict, informative_pass, row, line = _blind_test(result, inference, f"Second blind test, {title}")
+        lines += [line, ""]
+        rows.append(row)
+        if verdict != "untested" and not informative_pass:
+            against.append(f"it {'failed' if verdict == 'fails' else 'passed without information'} its blind test "
+                           f"on {title}")
+    return lines, rows, against
+
+
+def _law_section(samples, held_out: int, law_name: str, fit, inference) -> tuple[list[str], list[dict]]:
     """The Markdown lines and CSV rows (without scheme and law) of one law of one scheme."""
     lines = [f"### The {law_name} law", ""]
     try:
-        result = extrapolation_test(samples, held_out, fit)
+        result = extrapolation_test(samples, held_out, fit, inference)
     except LawError as error:
         return lines + [f"No law: {error}.", ""], []
     law = result["law"]
-    coefficients = (("alpha", law.terms, law.alpha), ("beta", law.terms, law.beta)) if law_name == "bridge" \
-        else (("theta", law.terms, law.theta),)
     rows = [{"kind": kind, "name": term, "value": float(value)}
-            for kind, terms, values in coefficients + (("gamma", law.first_terms, law.gamma),)
+            for kind, terms, values in law.coefficients() + (("gamma", law.first_terms, law.gamma),)
             for term, value in zip(terms, values)]
-    blocks = (f"a/sigma = {_formula(law.terms, law.alpha)}; log(b/sigma) = {_formula(law.terms, law.beta)}"
-              if law_name == "bridge" else f"log(var_l/var_(l-1)) = {_formula(law.terms, law.theta)}")
+    blocks = law.describe()
     lines += [f"Law (least squares over blocks l >= 2): {blocks}; log var_1 = "
-              f"{_formula(law.first_terms, law.gamma)}.", ""]
+              f"{formula(law.first_terms, law.gamma)}.", ""]
     for kind, table, depth, label in (
             ("test", result["errors"], held_out, f"Extrapolation test, L={held_out} ({len(result['errors'])} models, "
                                                  "never used in the fit)"),
-            ("fit", result["fit_errors"], result["fit_depth"],
-             f"The law on its own data, L={result['fit_depth']} ({len(result['fit_errors'])} fitted models, each at "
+            ("fit", result["fit_errors"], result["fit_value"],
+             f"The law on its own data, L={result['fit_value']} ({len(result['fit_errors'])} fitted models, each at "
              "its width and steps)")):
         if not len(table):
             continue
@@ -102,33 +149,26 @@ def _law_section(samples, held_out: int, law_name: str, fit) -> tuple[list[str],
         rows += [{"kind": kind, "name": name, "value": estimate.estimate, "low": estimate.low, "high": estimate.high,
                   "detail": f"L={depth}, {len(table)} models"} for name, estimate in intervals.items()]
         lines += [f"{label}: log(predicted var_L / measured) = {intervals['last_log_error'].format()}; mean "
-                  f"over layers of |log ratio| = {intervals['mean_abs_log_error'].format()} (95 % t intervals "
-                  "over models).", "", markdown_table(table), ""]
-    informative = result["half_width"] <= INFORMATIVE
-    verdict = ("untested" if result["untested"] else "fails" if not result["passed"] else
-               "passes" if informative else "passes, uninformative")
-    rows.append({"kind": "blind test", "name": verdict, "value": result["error"],
-                 "low": result["error"] - result["half_width"], "high": result["error"] + result["half_width"],
-                 "detail": f"L={held_out}, prediction interval +-{result['half_width']:.3g} from "
-                           f"{result['refits']} bootstrap refits"})
-    if result["untested"]:
-        return lines + [f"**Blind test at L={held_out}: UNTESTED**, {result['untested']}. Predictions at the "
-                        "papers' sizes: **withdrawn**, the law has not passed a blind test.", ""], rows
-    lines += [f"**Blind test at L={held_out}: the law {verdict.upper()}.** log(predicted / measured var_L), mean "
-              f"over the held-out models: {result['error']:.3g}; 95 % prediction interval of the law "
-              f"+-{result['half_width']:.3g} (its spread over {result['refits']} bootstrap refits on the fitting "
-              "models, and the held-out seeds' spread)" + (f"; var_L is off by a factor "
-                                                          f"{math.exp(abs(result['error'])):.3g}." if not
-                                                          result["passed"] else "."), ""]
-    if not (result["passed"] and informative):
-        why = ("the law failed its blind test" if not result["passed"] else
-               f"its prediction interval is wider than a factor {math.exp(INFORMATIVE):.3g} on var_L")
-        return lines + [f"Predictions at the papers' sizes: **withdrawn**, {why}.", ""], rows
+                  f"over layers of |log ratio| = {intervals['mean_abs_log_error'].format()} "
+                  f"({inference.confidence * 100:g} % t intervals over models).", "", markdown_table(table), ""]
+    verdict, informative_pass, row, line = _blind_test(result, inference, "Blind test")
+    rows.append(row)
+    second_lines, second_rows, against = _second_tests(samples, fit, inference)
+    lines += [line, "", *second_lines]
+    rows += second_rows
+    if verdict == "untested":
+        return lines + ["Predictions at the papers' sizes: **withdrawn**, the law has not passed a blind test "
+                        "in depth.", ""], rows
+    if not informative_pass:
+        against.insert(0, "the law failed its blind test in depth" if verdict == "fails" else
+                       f"its prediction interval in depth is wider than a factor {math.exp(INFORMATIVE):.3g} on var_L")
+    if against:
+        return lines + [f"Predictions at the papers' sizes: **withdrawn**, {'; '.join(against)}.", ""], rows
     papers = paper_predictions(law)
     rows += [{"kind": "paper", "name": r.model, "value": r.exponent if r.growth_class == "polynomial" else r.rate,
               "detail": r.description} for r in papers.itertuples()]
     lines += ["**Extrapolation** far outside the fitted range (d <= 128, L <= 64, steps <= 6400, T = 64), "
-              "at the papers' sizes, from a law that passed its one blind test (its interval is not a "
+              "at the papers' sizes, from a law that passed its blind tests (its interval is not a "
               "prediction interval at these sizes):", "",
               markdown_table(papers[["model", "width", "depth", "steps", "var_1", "var_L", "growth_class",
                                      "description"]]), ""]
@@ -162,7 +202,8 @@ def write_extrapolation(studies, out) -> Path | None:
     for scheme in sorted(samples["scheme"].unique()) if len(samples) else []:
         lines += [f"## {scheme}", ""]
         for law_name, fit in LAWS.items():
-            section, law_rows = _law_section(samples[samples["scheme"] == scheme], held_out, law_name, fit)
+            section, law_rows = _law_section(samples[samples["scheme"] == scheme], held_out, law_name, fit,
+                                             depth_study.inference)
             lines += section
             rows += [{"scheme": scheme, "law": law_name, **row} for row in law_rows]
     table = pd.DataFrame(rows, columns=["scheme", "law", "kind", "name", "value", "low", "high", "detail"])

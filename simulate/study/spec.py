@@ -24,6 +24,9 @@ option (``steps``) as well as a Setting field::
     stability = 0.5                 # also train every model for half the steps: is each verdict stable?
     tune_lr = [1e-3, 3e-3, 1e-2]    # the peak learning rate tuned per scheme and cell over this grid ...
     tune_seeds = [0]                # ... on these seeds (default: the first), then trained on every seed
+    confidence = 0.95               # of every interval and test (default 0.95)
+    multiplicity = "holm"           # the family's adjustment: holm or bh (simulate.claims.inference)
+    bootstrap = 200                 # resamples of a bootstrap (at least 100)
 
 ``stability = f`` adds the swept option ``steps = [round(f N), N]``: every model is also
 trained, with a whole schedule of its own, for ``round(f N)`` steps, and each verdict at ``N``
@@ -35,7 +38,8 @@ its own (LNS and Pre-LN are compared each at its own rate).
 Bad input raises :class:`StudyError` (one line naming the key): an unknown key, axis or
 claim, an axis of one value, fewer than two seeds, a claim whose schemes the study does
 not train, a stability fraction outside (0, 1), a tuning grid of one value, a tuning seed
-the study does not train.
+the study does not train, a confidence outside (0, 1), an unknown multiplicity method, fewer than
+100 bootstrap resamples.
 
 >>> study = parse_study({"setting": {"preset": "llama", "width": 16, "heads": 2, "tokens": 16},
 ...                      "axes": {"scheme": ["pre", "lns"], "depth": [2, 4]}, "seeds": 2,
@@ -54,14 +58,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulate.claims.definitions import CLAIMS, applicable_claims
+from simulate.claims.inference import INFERENCE_FIELDS, Inference
 from simulate.study.point import STUDY_DEFAULTS  # also registers the sweep task "study"
 from simulate.sweep.spec import SPEC_KEYS, SpecError, Sweep, parse_spec, read_spec
-from theory.constraints import Integer, Real
+from theory.constraints import ConstraintError, Integer, Real
 
 __all__ = ["STUDY_KEYS", "StudyError", "Study", "parse_study", "check_names", "load_study"]
 
 STUDY_KEYS = tuple(k for k in SPEC_KEYS if k != "task") + ("study",)
-_STUDY_TABLE = ("axes", "claims", "stability", "tune_lr", "tune_seeds")
+_STUDY_TABLE = ("axes", "claims", "stability", "tune_lr", "tune_seeds", *INFERENCE_FIELDS)
 
 
 class StudyError(ValueError):
@@ -86,6 +91,7 @@ class Study:
     tune_lr: tuple[float, ...] = ()  # the grid of a tuned study
     tune_seeds: tuple[int, ...] = ()
     candidates: Sweep | None = None  # a tuned study resolved: every model of its grid (simulate.study.tuning)
+    inference: Inference = Inference()  # confidence, multiplicity method, bootstrap resamples of its reports
 
     @property
     def tuned(self) -> bool:
@@ -202,6 +208,13 @@ def _tuning(table: dict, data: dict) -> tuple[dict, tuple[float, ...], tuple[int
     return _add_axis(data, "tune_lr", "lr", sorted(set(grid))), tuple(sorted(set(grid))), tuple(dict.fromkeys(chosen))
 
 
+def _inference(table: dict) -> Inference:
+    try:
+        return Inference(**{key: table[key] for key in INFERENCE_FIELDS if key in table})
+    except ConstraintError as error:
+        raise StudyError(f"study.{error}") from None
+
+
 def parse_study(data: dict, default_name: str = "study", text: str = "") -> Study:
     """Validate a study spec (the parsed TOML) and expand its points (module docstring)."""
     unknown = sorted(set(data) - set(STUDY_KEYS))
@@ -229,7 +242,8 @@ def parse_study(data: dict, default_name: str = "study", text: str = "") -> Stud
     zips = data.get("zip", [])
     linked = {name: tuple(n for n in group if n != name)
               for group in ([zips] if isinstance(zips, dict) else zips) for name in group}
-    return Study(sweep.name, sweep, axes, _claims(table, schemes), text, linked, stability, grid, tune_seeds)
+    return Study(sweep.name, sweep, axes, _claims(table, schemes), text, linked, stability, grid, tune_seeds,
+                 inference=_inference(table))
 
 
 def check_names(studies) -> None:

@@ -27,7 +27,7 @@ SIZE_SWITCH = [name for name in NAMES if name != "07_sweeps"]
 CELL_TIMEOUT_S = 180
 # A code cell that calls one of these draws a figure and must show it.
 FIGURE_CALL = (r"\b(profile_figure|sweep_figure|exponent_panel|plot_summary|new_figure|depth_figure|pruning_figure"
-               r"|lns_gain_figure|phase_figure|plt\.show)\(")
+               r"|lns_gain_figure|phase_figure|plot_map|plt\.show)\(")
 VERDICT = (r"(agrees with the measurement|is never crossed|is within \d+% of the measurement"
            r"|differs from the measurement)")
 VERDICT_WORD = r"\((holds|violated|inconclusive)\)"
@@ -56,6 +56,7 @@ PRINTED = {
         r"=== holds: \d+ rows",
         r"P1's (LNS )?recursion .* with c = 1 \(a constant the paper does not state\) " + VERDICT,
         r"\d+ rows of laws derived here: mean z",
+        r"accuracy map: \d+ cells, \d+ curves of laws derived here: \d+ within noise",
     ],
     "05_regimes": [
         r"no norm, alpha=0\.5: exponential .* holds \(worst \|z\| [\d.]+ at layer \d+\)",

@@ -22,6 +22,7 @@ import pytest
 from scipy import stats
 
 from simulate.claims.intervals import share_interval, t_interval
+from simulate.claims.inference import Inference
 from simulate.claims.trends import cell_crossing, describe_crossing, direction_verdict, fit_trend, holm
 
 REPLICATES = 2000
@@ -184,6 +185,51 @@ def _family_p_values(seed: int, tests: int = 16):
 def test_holm_keeps_the_family_wise_error_at_its_level():
     errors = [bool((holm(p) < 0.05).any()) for p in _family_p_values(5)]
     assert_error_rate(errors, "Holm, 16 null trends", 0.05)
+
+
+def _mixed_family(seed: int, tests: int = 16, effects: int = 6, replicates: int = 300):
+    """``tests`` independent trends, the first ``effects`` with a true slope: raw p-values and which are null."""
+    rng = np.random.default_rng(seed)
+    slopes = np.r_[np.full(effects, 0.03), np.zeros(tests - effects)]  # (tests,)
+    for _ in range(replicates):
+        yield [fit_trend(AXIS, slope * np.log(AXIS) + 0.05 * rng.standard_normal(AXIS.size)).p_value
+               for slope in slopes], slopes == 0
+
+
+def _false_discovery_proportion(adjusted, null) -> float:
+    rejected = np.asarray(adjusted) < 0.05
+    return float((rejected & null).sum() / max(1, rejected.sum()))
+
+
+def assert_mean_rate(proportions, name: str, level: float, limit: float = 4.0) -> float:
+    """The mean of per-family ``proportions`` at most ``level`` plus ``limit`` of its standard errors."""
+    proportions = np.asarray(proportions, dtype=float)
+    rate = float(proportions.mean())
+    ceiling = level + limit * float(proportions.std(ddof=1)) / math.sqrt(proportions.size)
+    assert rate <= ceiling, f"{name}: rate {rate:.4f} above {level} (+ 4 se = {ceiling:.4f}, n = {proportions.size})"
+    print(f"rate {name}: {rate:.4f} (nominal {level})")
+    return rate
+
+
+def test_benjamini_hochberg_keeps_the_false_discovery_rate_at_its_level():
+    """BH (Inference(multiplicity="bh")) controls the expected share of false verdicts among the verdicts."""
+    bh = Inference(multiplicity="bh")
+    proportions = [_false_discovery_proportion(bh.adjust(p), null) for p, null in _mixed_family(6)]
+    assert_mean_rate(proportions, "Benjamini-Hochberg false discovery rate, 6 of 16 trends real", 0.05)
+
+
+def test_negative_control_unadjusted_p_values_inflate_the_false_discovery_rate():
+    proportions = [_false_discovery_proportion(p, null) for p, null in _mixed_family(6, effects=1)]
+    with pytest.raises(AssertionError, match="rate"):
+        assert_mean_rate(proportions, "unadjusted false discovery rate, 1 of 16 trends real", 0.05)
+
+
+def test_a_lower_confidence_gives_narrower_intervals_and_a_level_to_match():
+    x, y = AXIS, 0.02 * np.log(AXIS) + 0.05 * np.random.default_rng(8).standard_normal(AXIS.size)
+    wide, narrow = fit_trend(x, y, 0.95).slope, fit_trend(x, y, 0.8).slope
+    assert narrow.low > wide.low and narrow.high < wide.high, (wide, narrow)
+    assert direction_verdict(fit_trend(x, y), +1, 0.1, confidence=0.8) != "inconclusive"
+    assert direction_verdict(fit_trend(x, y), +1, 0.1, confidence=0.95) == "inconclusive"
 
 
 def test_negative_control_unadjusted_p_values_inflate_the_family_wise_error():

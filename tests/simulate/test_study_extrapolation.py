@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from simulate.study.extrapolation import (BLOCK_TERMS, GROWTH_TERMS, LawError, extrapolation_test, fit_growth_law,
+                                          fit_increment_law,
                                           fit_law, paper_predictions)
 from theory.meanfield.bridge import bridge_profile
 
@@ -65,7 +66,7 @@ def _growth_model(depth: int, seed: int, noise: float, extra=lambda l, L: 0.0) -
 
 
 def test_the_law_is_recovered_and_predicts_the_deepest_models():
-    result = extrapolation_test(_samples(noise=0.002), held_out_depth=64)
+    result = extrapolation_test(_samples(noise=0.002), held_out=64)
     law = result["law"]
     assert law.terms == ("1", "log l", "l/L", "log sigma")  # width and steps do not vary: left out
     fitted = dict(zip(law.terms, law.beta))
@@ -79,13 +80,13 @@ def test_the_law_is_recovered_and_predicts_the_deepest_models():
 
 def test_negative_control_a_dependence_outside_the_family_is_predicted_badly():
     """b grows with the total depth L itself (not l/L): the law fitted on L <= 32 misses L = 64."""
-    result = extrapolation_test(_samples(noise=0.002, extra=lambda l, L: 0.5 * math.log(L / 4)), held_out_depth=64)
+    result = extrapolation_test(_samples(noise=0.002, extra=lambda l, L: 0.5 * math.log(L / 4)), held_out=64)
     assert result["test"]["mean_abs_log_error"][0] > 0.1, result["test"]
     assert result["fit"]["mean_abs_log_error"][0] < 0.1, result["fit"]  # while it fits its own data
 
 
 def test_the_growth_law_is_recovered_and_predicts_the_deepest_models():
-    result = extrapolation_test(_samples(noise=0.01, model=_growth_model), held_out_depth=64, fit=fit_growth_law)
+    result = extrapolation_test(_samples(noise=0.01, model=_growth_model), held_out=64, fit=fit_growth_law)
     law = result["law"]
     assert law.terms == ("1", "l/L")  # width and steps do not vary: left out
     for term, value in zip(law.terms, law.theta):
@@ -100,7 +101,7 @@ def test_the_growth_law_is_recovered_and_predicts_the_deepest_models():
 def test_negative_control_a_growth_factor_that_depends_on_the_depth_itself_is_predicted_badly():
     """The factor grows with log L (not l/L): the growth law fitted on L <= 32 misses L = 64 by far."""
     samples = _samples(noise=0.01, model=_growth_model, extra=lambda l, L: 0.02 * math.log(L / 4))
-    result = extrapolation_test(samples, held_out_depth=64, fit=fit_growth_law)
+    result = extrapolation_test(samples, held_out=64, fit=fit_growth_law)
     assert result["test"]["last_log_error"][0] < -0.3, result["test"]  # 63 blocks, each 0.02 log 2 short, less
     assert result["fit"]["mean_abs_log_error"][0] < 0.3, result["fit"]
 
@@ -109,10 +110,10 @@ def test_the_blind_test_passes_a_law_of_the_right_family_and_fails_one_outside_i
     """The verdict of the blind test: the held-out mean error against the law's prediction interval (its
     bootstrap spread over the fitting models and the held-out seeds' spread). A growth law of the family that
     made the models passes with a narrow interval; with factors growing with log L it fails."""
-    right = extrapolation_test(_samples(noise=0.01, model=_growth_model), held_out_depth=64, fit=fit_growth_law)
+    right = extrapolation_test(_samples(noise=0.01, model=_growth_model), held_out=64, fit=fit_growth_law)
     assert right["passed"] and right["half_width"] < 0.5 and right["refits"] >= 190, right
     wrong = extrapolation_test(_samples(noise=0.01, model=_growth_model, extra=lambda l, L: 0.02 * math.log(L / 4)),
-                               held_out_depth=64, fit=fit_growth_law)
+                               held_out=64, fit=fit_growth_law)
     assert not wrong["passed"] and abs(wrong["error"]) > wrong["half_width"], wrong
 
 
@@ -142,3 +143,58 @@ def test_a_growth_law_of_constant_factors_extrapolates_as_exponential_growth():
     table = paper_predictions(fit_growth_law(samples))
     assert (table["growth_class"] == "exponential").all(), table
     assert table["rate"].to_numpy() == pytest.approx(0.1, abs=0.01)
+
+
+def _width_samples(extra=lambda width: 0.0) -> pd.DataFrame:
+    """Growth-law models at widths 32, 64, 128 (depths 8, 16; three seeds), each block's log factor moved by
+    ``extra(width)``."""
+    frames = []
+    for width in (32, 64, 128):
+        for depth in (8, 16):
+            for seed in (0, 1, 2):
+                model = _growth_model(depth, seed + width, 0.01, lambda l, L: extra(width) if l > 1 else 0.0)
+                frames.append(model.assign(width=width))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_the_second_blind_test_holds_out_the_widest_models():
+    """A law of the family (factors that do not depend on d) passes the widest slice; factors that grow as d^2,
+    which log d cannot follow from d = 32, 64 to 128, fail it."""
+    right = extrapolation_test(_width_samples(), 128, fit=fit_growth_law, field="width")
+    assert right["field"] == "width" and right["fit_value"] == 64 and len(right["errors"]) == 6, right
+    assert right["passed"], right
+    wrong = extrapolation_test(_width_samples(lambda width: 0.02 * (width / 64) ** 2), 128, fit=fit_growth_law,
+                               field="width")
+    assert not wrong["passed"] and abs(wrong["error"]) > wrong["half_width"], wrong
+
+
+def _increment_model(depth: int, seed: int, noise: float, power: float) -> pd.DataFrame:
+    """A model whose blocks ``l >= 2`` add ``0.02 sigma^power`` to the variance (with noise in the log): P1
+    Lemma 3.2's form at ``power = 1``, exponential growth at ``power = 2``."""
+    rng = np.random.default_rng(1000 * depth + seed)
+    rows, square = [], 0.0004
+    for layer in range(1, depth + 1):
+        after = 0.1 if layer == 1 else square + 0.02 * math.sqrt(square) ** power * math.exp(noise * rng.standard_normal())
+        rows.append({"scheme": "pre", "seed": seed, "depth": depth, "width": 64, "steps": 1600, "layer": layer,
+                     "sigma_in": math.sqrt(square), "a": math.nan, "b": math.nan, "var": after, "var_in": square})
+        square = after
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("power, growth_class", [(1.0, "polynomial"), (2.0, "exponential")])
+def test_the_increment_law_lets_the_data_choose_the_growth_class(power, growth_class):
+    """The increment law recovers the power of sigma in the increment, passes the blind test at L = 64, and its
+    profile at L = 256 has the class that power implies; the growth law, fitted to the same polynomial models,
+    extrapolates them as exponential (its form forces it)."""
+    samples = pd.concat([_increment_model(depth, seed, 0.05, power) for depth in (4, 8, 16, 32, 64)
+                         for seed in (0, 1, 2)], ignore_index=True)
+    result = extrapolation_test(samples, 64, fit=fit_increment_law)
+    law = result["law"]
+    assert law.terms == ("1", "l/L", "log sigma") and law.dropped == 0, law
+    assert law.psi[2] == pytest.approx(power, abs=0.05), law.psi
+    assert result["passed"], result
+    deep = (("L=256", 64, 256, 1600),)
+    assert paper_predictions(law, deep)["growth_class"].tolist() == [growth_class]
+    if power == 1.0:  # the negative control: the growth law's form makes the same data exponential
+        growth = fit_growth_law(samples[samples["depth"] < 64])
+        assert paper_predictions(growth, deep)["growth_class"].tolist() == ["exponential"]

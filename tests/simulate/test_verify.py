@@ -73,5 +73,17 @@ def test_cli_unknown_id_exits_2(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--trained", "--confidence", "1.5"], "--confidence: confidence=1.5 is not allowed: a real number in (0, 1)"),
+    (["--confidence", "0.9"], "--confidence is allowed only with --trained"),
+])
+def test_cli_confidence_is_checked(tmp_path, capsys, flags, message):
+    with pytest.raises(SystemExit) as stop:
+        main([*flags, "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
 def test_describe_setting_names_changed_fields():
     assert verify_module.describe_setting(theory.Setting()) == "default"

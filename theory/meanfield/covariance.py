@@ -165,7 +165,7 @@ def _mlp(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, normed: bool,
     root = np.sqrt(var)
     out = np.outer(root, root) * corr
     out[np.diag_indices_from(out)] = var
-    return out * _moe_overlap(plan, R) if plan.kind[n] == MOE else out
+    return out * _moe_overlap(plan, n, R) if plan.kind[n] == MOE else out
 
 
 @dataclass(frozen=True)
@@ -242,7 +242,7 @@ def _mlp_tangent_kernel(plan: SublayerPlan, n: int, R: np.ndarray, q: np.ndarray
     qq = np.sqrt(np.outer(q, q))
     if name == "relu":  # closed form (pi - arccos r)/(2 pi)
         return plan.ffn_ratio * plan.alpha_out[n] * plan.alpha_in[n] * derivative_kernel("relu", 1.0, R) \
-            * (_moe_overlap(plan, R) if plan.kind[n] == MOE else 1.0)
+            * (_moe_overlap(plan, n, R) if plan.kind[n] == MOE else 1.0)
     grid = plan.kernel.log_q  # the same q range as the forward kernel table of the plan
     dtab = derivative_table(name, float(np.exp(grid[0])), float(np.exp(grid[-1])))
     uniform = bool(np.all(q == q[0]))
@@ -253,14 +253,16 @@ def _mlp_tangent_kernel(plan: SublayerPlan, n: int, R: np.ndarray, q: np.ndarray
         sm = moment(lambda x: second_moment("silu", x))
         kern = kern * qq * R + np.sqrt(np.outer(sm, sm)) * plan.kernel.correlation(np.maximum(qq, 1e-300), R)
     out = plan.ffn_ratio * plan.alpha_out[n] * plan.alpha_in[n] * kern
-    return out * _moe_overlap(plan, R) if plan.kind[n] == MOE else out
+    return out * _moe_overlap(plan, n, R) if plan.kind[n] == MOE else out
 
 
-def _moe_overlap(plan: SublayerPlan, R: np.ndarray) -> np.ndarray:
-    """MoE factor: ``E sum_i g_ti g_t'i`` (+1 for a shared expert); off the diagonal linear in ``r`` (approx)."""
+def _moe_overlap(plan: SublayerPlan, n: int, R: np.ndarray) -> np.ndarray:
+    """MoE factor of step ``n``: ``E sum_i g_ti g_t'i`` (+1 for a shared expert); off the diagonal linear in ``r``
+    (approx)."""
     extra = 1.0 if plan.shared_expert else 0.0
-    overlap = plan.gate_overlap0 + (plan.gate2 - plan.gate_overlap0) * np.clip(R, 0, 1)
-    overlap[np.diag_indices_from(overlap)] = plan.gate2
+    gate2 = plan.gate2[n]
+    overlap = plan.gate_overlap0 + (gate2 - plan.gate_overlap0) * np.clip(R, 0, 1)
+    overlap[np.diag_indices_from(overlap)] = gate2
     return overlap + extra
 
 

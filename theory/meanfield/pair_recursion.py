@@ -164,9 +164,10 @@ def branch_moments(plan: SublayerPlan, idx, q_in, rho, static: dict | None = Non
             corr = plan.kernel.correlation(a_in * q, r)
             c1 = v1 * (corr * r if plan.activation == "swiglu" else corr)
             if code == MOE:  # routing overlap: exact at r = 0 and r = 1, linear between (approx)
-                overlap = plan.gate_overlap0 + (plan.gate2 - plan.gate_overlap0) * np.clip(r, 0, 1)
+                gate2 = plan.gate2[i]
+                overlap = plan.gate_overlap0 + (gate2 - plan.gate_overlap0) * np.clip(r, 0, 1)
                 extra = 1.0 if plan.shared_expert else 0.0
-                v1, c1, g1 = v1 * (plan.gate2 + extra), c1 * (overlap + extra), g1 * (plan.gate2 + extra)
+                v1, c1, g1 = v1 * (gate2 + extra), c1 * (overlap + extra), g1 * (gate2 + extra)
             var[m], cov[m], gain[m] = v1, c1, g1
     return var, cov, gain
 
@@ -325,11 +326,12 @@ class _AdditiveTail:
         q = plan.in_scale2[idx]
         kind = plan.kind[idx]
         self.attn, self.mlp = np.flatnonzero(kind == ATTENTION), np.flatnonzero((kind == MLP) | (kind == MOE))
-        self.moe_factor = np.where(kind == MOE, plan.gate2 + (1.0 if plan.shared_expert else 0.0), 1.0)
+        gate2 = plan.gate2[idx]  # (len(idx),)
+        self.moe_factor = np.where(kind == MOE, gate2 + (1.0 if plan.shared_expert else 0.0), 1.0)
         self.gain = np.where(kind == ATTENTION, plan.alpha_in[idx] * plan.alpha_out[idx] * q,
                              np.where(kind == LINEAR, plan.alpha_in[idx] * q, static["var"][idx] * self.moe_factor))
         self.attn_gain, self.tau0 = self.gain[self.attn], (plan.alpha_qk[idx] * q**2)[self.attn]
-        self.mlp_gain, self.is_moe = self.gain[self.mlp], kind[self.mlp] == MOE
+        self.mlp_gain, self.is_moe, self.mlp_gate2 = self.gain[self.mlp], kind[self.mlp] == MOE, gate2[self.mlp]
         if len(self.mlp):
             table = plan.kernel
             lq = np.log(plan.alpha_in[idx][self.mlp] * q[self.mlp])
@@ -366,8 +368,8 @@ class _AdditiveTail:
                 corr *= r
             if self.is_moe.any():
                 extra = 1.0 if plan.shared_expert else 0.0
-                overlap = plan.gate_overlap0 + (plan.gate2 - plan.gate_overlap0) * np.clip(r, 0, 1)
-                corr = np.where(self.is_moe, corr * (overlap + extra) / (plan.gate2 + extra), corr)
+                overlap = plan.gate_overlap0 + (self.mlp_gate2 - plan.gate_overlap0) * np.clip(r, 0, 1)
+                corr = np.where(self.is_moe, corr * (overlap + extra) / (self.mlp_gate2 + extra), corr)
             f_cov[self.mlp] = self.mlp_gain * corr
         if self.any_nb:
             safe = np.where(f_var > 0, f_var, 1.0)

@@ -66,9 +66,13 @@ class SublayerPlan:
     alignment: float
     attention: AttentionTable | None
     kernel: KernelTable | None
-    gate2: float = 1.0  # MoE E[sum g_i^2]
+    gate2: np.ndarray | None = None  # (N,) MoE E[sum g_i^2] of each step's router (moe_gate_square_sums); 1 elsewhere
     gate_overlap0: float = 1.0  # MoE E[sum_i g_ti g_t'i] for independent routing (1/E)
     shared_expert: bool = False
+
+    def __post_init__(self) -> None:
+        if self.gate2 is None:  # no MoE step: every step's gate factor is 1
+            object.__setattr__(self, "gate2", np.ones(len(self.kind)))
 
     @property
     def size(self) -> int:
@@ -106,6 +110,24 @@ def moe_gate_square_sum(experts: int, top_k: int, logit_var: float, uniform: boo
     return float((gates**2).sum(axis=1).mean())
 
 
+def moe_gate_square_sums(experts: int, top_k: int, logit_var: np.ndarray, uniform: bool = False) -> np.ndarray:
+    """:func:`moe_gate_square_sum` for each router logit variance of ``logit_var`` (N,): exact at up to 16
+    distinct values, else interpolated in ``log logit_var`` between 33 log-spaced ones (the sum is smooth in it;
+    interpolation error below the Monte-Carlo's 1e-3).
+
+    >>> moe_gate_square_sums(8, 2, np.array([1.0, 1.0, 0.25])).round(2).tolist()
+    [0.55, 0.55, 0.52]
+    """
+    logit_var = np.asarray(logit_var, dtype=float)
+    distinct = np.unique(logit_var)
+    if len(distinct) > 16:
+        distinct = np.geomspace(distinct.min(), distinct.max(), 33)
+    sums = np.array([moe_gate_square_sum(experts, top_k, v, uniform) for v in distinct])  # (M,)
+    if len(distinct) == 1:
+        return np.full(logit_var.shape, sums[0])
+    return np.interp(np.log(logit_var), np.log(distinct), sums)
+
+
 # -- the plan of a stack ----------------------------------------------------------------------
 def build_plan(setting: Setting) -> SublayerPlan:
     """The :class:`SublayerPlan` of ``setting`` (schemes: docs/design.md#schemes); arrays (N,), N = depth x P.
@@ -123,7 +145,7 @@ def build_plan(setting: Setting) -> SublayerPlan:
     branch2 = setting.mask_density * wiring.branch_scale**2
     alpha = setting.alpha
     f = {role: architecture.weight_variance_factor(setting, block, role)
-         for role in ("q", "k", "v", "o", "up", "down", "linear")}
+         for role in ("q", "k", "v", "o", "up", "down", "linear", "router")}
     alpha_in = alpha * np.select([kind == LINEAR, kind == ATTENTION], [f["linear"], f["v"]], f["up"])
     alpha_out = np.select([kind == LINEAR, kind == ATTENTION], [np.ones(block.shape), alpha * f["o"]], alpha * f["down"])
     alpha_qk = alpha**2 * f["q"] * f["k"]
@@ -136,11 +158,12 @@ def build_plan(setting: Setting) -> SublayerPlan:
         pre = alpha * f["up"] * q_in
         lo, hi = (1e-8, 1e8) if raw.any() else (float(pre.min()), float(pre.max()))
         kernel = kernel_table("silu" if setting.activation == "swiglu" else setting.activation, lo, hi)
-    router_var = alpha * float(np.median(q_in))  # logits of the router: N(0, alpha q_in)
+    router_var = alpha * f["router"] * q_in  # (N,) logits of each step's router: N(0, alpha f_router q_in)
     return SublayerPlan(
         kind=kind, block=block, norm_input=wiring.norm_input, in_scale2=in_scale2, norm_branch=wiring.norm_branch,
         branch2=branch2, stream_scale2=wiring.stream_scale**2, norm_after=wiring.norm_after_add, alpha_in=alpha_in, alpha_out=alpha_out, alpha_qk=alpha_qk,
         activation=setting.activation, ffn_ratio=setting.resolved_ffn_width / setting.width, width=setting.width,
         rope=setting.rope, alignment=setting.alignment, attention=attention, kernel=kernel,
-        gate2=moe_gate_square_sum(setting.experts, setting.top_k, router_var, setting.uniform_gates),
+        gate2=np.where(kind == MOE, moe_gate_square_sums(setting.experts, setting.top_k, router_var,
+                                                         setting.uniform_gates) if MOE in subs else 1.0, 1.0),
         gate_overlap0=1.0 / setting.experts, shared_expert=setting.shared_expert)

@@ -292,7 +292,7 @@ def predict(setting: Setting) -> pd.DataFrame:
         frames = _random_init_rows(setting, plan, curves) + _paper_rows(setting, plan)
     moe = np.flatnonzero(plan.kind == MOE)
     if len(moe):
-        expert = curves.branch[moe] / (plan.gate2 + (1.0 if setting.shared_expert else 0.0))
+        expert = curves.branch[moe] / (plan.gate2[moe] + (1.0 if setting.shared_expert else 0.0))
         value = expert * (1.0 / setting.top_k + (1.0 if setting.shared_expert else 0.0))
         frames.append(_rows(plan.block[moe], "var_mlp", "p2-thm-5", "approx", value))
     return _table(frames)

@@ -1,0 +1,109 @@
+"""The accuracy map at a glance: where each law is exact, a good approximation, or fails.
+
+Left: one row per curve (law : metric), one column per block; the colour is the share of that
+block's resolved cells (schemes x widths x lengths x causality; grey: none resolved) where the curve
+is within noise or within 1 % (a law) or holds (a bound), with ``resolved/cells`` under it. Right: the ``var`` law of every cell,
+one row per scheme, one column per block and variation from the star's centre, coloured by its
+class (:data:`simulate.accuracy.measure.ACCURACY_CLASSES`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from simulate.accuracy.measure import ACCURACY_CLASSES
+from theory.files import atomic_write
+
+__all__ = ["CLASS_COLOURS", "good_share", "plot_map"]
+
+CLASS_COLOURS = {"within noise": "#1a9850", "within 1 %": "#91cf60", "within 5 %": "#fee08b", "worse": "#d73027",
+                 "unresolved": "#bdbdbd", "bound holds": "#4575b4", "bound crossed": "#762a83",
+                 "not measured": "#ffffff"}
+_GOOD = ("within noise", "within 1 %", "bound holds")
+assert set(CLASS_COLOURS) == set(ACCURACY_CLASSES)
+
+
+def good_share(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (curve, block): of the cells that resolve it, the share where it is within noise, within 1 % or a
+    holding bound (NaN where none resolves it); ``resolved`` and ``cells`` count them.
+
+    >>> t = pd.DataFrame({"law": "l", "metric": "var", "block": "mlp", "accuracy": ["worse", "within 1 %", "unresolved"]})
+    >>> good_share(t).round(2).to_dict("records")
+    [{'curve': 'l : var', 'block': 'mlp', 'share': 0.5, 'resolved': 2, 'cells': 3}]
+    """
+    curve = table["law"].astype(str) + " : " + table["metric"].astype(str)
+    resolved = ~table["accuracy"].isin(("unresolved", "not measured"))
+    good = table["accuracy"].isin(_GOOD).where(resolved)  # NaN: not resolved, left out of the share
+    keys = [curve.rename("curve"), table["block"]]
+    return pd.DataFrame({"share": good.groupby(keys, sort=True).mean(),  # one group per (curve, block)
+                         "resolved": resolved.groupby(keys, sort=True).sum(),
+                         "cells": resolved.groupby(keys, sort=True).size()}).reset_index()
+
+
+def _variation(table: pd.DataFrame) -> pd.Series:
+    """Each row's place in the star: ``centre``, ``d=16``, ``T=64``, ``acausal`` (from the most common values)."""
+    width0, tokens0 = table["width"].mode().iloc[0], table["tokens"].mode().iloc[0]
+    causal0 = table["causal"].mode().iloc[0]
+    words = np.where(table["width"] != width0, "d=" + table["width"].astype(str),
+                     np.where(table["tokens"] != tokens0, "T=" + table["tokens"].astype(str),
+                              np.where(table["causal"] != causal0, np.where(table["causal"], "causal", "acausal"),
+                                       "centre")))
+    return pd.Series(words, index=table.index)
+
+
+def plot_map(table: pd.DataFrame, path=None):
+    """The map of ``table`` (rows of :data:`simulate.accuracy.measure.MAP_COLUMNS`) as a figure, returned; with
+    ``path`` written there (PNG, whole) and closed."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    share = good_share(table)
+    curves, blocks = sorted(share["curve"].unique()), list(dict.fromkeys(table["block"]))
+    grid = share.pivot(index="curve", columns="block", values="share").reindex(index=curves, columns=blocks)
+    counts = share.assign(words=share["resolved"].astype(str) + "/" + share["cells"].astype(str)).pivot(
+        index="curve", columns="block", values="words").reindex(index=curves, columns=blocks)
+
+    var = table[(table["metric"] == "var") & ~table["law"].astype(str).str.startswith("p")]  # the random-init law
+    var = var.assign(column=var["block"].astype(str) + " " + _variation(var))
+    columns = list(dict.fromkeys(var.sort_values(["block", "width", "tokens"], key=_block_order(blocks))["column"]))
+    schemes = list(dict.fromkeys(table["scheme"]))
+    codes = var.pivot_table(index="scheme", columns="column", values="accuracy", aggfunc="first")
+    codes = codes.reindex(index=schemes, columns=columns).map(
+        lambda word: ACCURACY_CLASSES.index(word) if isinstance(word, str) else np.nan)
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8 + 0.28 * len(columns), 1.2 + 0.42 * max(len(curves), len(schemes))),
+                                      gridspec_kw={"width_ratios": [len(blocks) + 4, len(columns) + 2]})
+    left.set_facecolor(CLASS_COLOURS["unresolved"])  # no resolved cell: grey
+    image = left.imshow(grid.to_numpy(float), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    for (i, j), words in np.ndenumerate(counts.to_numpy(object)):
+        if isinstance(words, str):
+            share_word = "-" if np.isnan(grid.iat[i, j]) else f"{grid.iat[i, j]:.0%}"
+            left.text(j, i, f"{share_word}\n{words}", ha="center", va="center", fontsize=6)
+    left.set_xticks(range(len(blocks)), blocks, rotation=45, ha="right")
+    left.set_yticks(range(len(curves)), curves, fontsize=7)
+    left.set_title("of the resolved cells (k/n), the share within noise or 1 % (laws), holding (bounds)",
+                   fontsize=8)
+    fig.colorbar(image, ax=left, fraction=0.04)
+
+    cmap = ListedColormap([CLASS_COLOURS[word] for word in ACCURACY_CLASSES])
+    right.imshow(codes.to_numpy(float), cmap=cmap, vmin=-0.5, vmax=len(ACCURACY_CLASSES) - 0.5, aspect="auto")
+    right.set_xticks(range(len(columns)), columns, rotation=90, fontsize=6)
+    right.set_yticks(range(len(schemes)), schemes, fontsize=7)
+    right.set_title("the var law of every cell", fontsize=8)
+    right.legend(handles=[Patch(color=CLASS_COLOURS[w], label=w) for w in ACCURACY_CLASSES], fontsize=6,
+                 loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    depths = "/".join(str(d) for d in sorted(set(table["depth"])))
+    fig.suptitle(f"Theory against Monte-Carlo at init, depth {depths} (docs/accuracy.md)", fontsize=9)
+    fig.tight_layout()
+    if path is not None:
+        atomic_write(path, lambda temp: fig.savefig(temp, format="png", dpi=130))
+        plt.close(fig)
+    return fig
+
+
+def _block_order(blocks: list[str]):
+    def key(column: pd.Series) -> pd.Series:
+        return column.map(blocks.index) if column.name == "block" else column
+    return key

@@ -1,0 +1,101 @@
+"""What the shipped accuracy map measured of a law: where it is within noise, and its worst error elsewhere.
+
+The map (``python -m simulate verify --map``, docs/accuracy.md) compares every curve of
+:func:`theory.predict` with the Monte-Carlo over a grid of settings at init and ships its table in
+``results/accuracy-map/map.csv`` (:data:`MAP_PATH`). This module reads that table (pandas only, no
+torch) for ``python -m theory show`` and for the comments of ``verify``: a curve of kind ``approx``
+is then stated with its measured bound, the median and worst relative errors over the cells that
+resolve it (without a numerical blow-up), and the cell where the worst was measured.
+
+>>> print(measured_bound("exact-preln-init", "var", "transformer", scheme="pre").sentence())
+the accuracy map (accuracy-map): within noise in 1 of 6 resolved pre transformer cells, median error 1.45%, worst 3.18% (pre d=16 T=16 causal, layer 58)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["MAP_PATH", "MeasuredBound", "shipped_map", "measured_bound", "law_accuracy"]
+
+MAP_PATH = Path(__file__).resolve().parents[1] / "results" / "accuracy-map" / "map.csv"
+_RESOLVED_OUT = ("unresolved", "not measured")
+
+
+@dataclass(frozen=True)
+class MeasuredBound:
+    """The relative errors of one curve over the map's resolved cells of one block (and scheme): their median,
+    their worst and where."""
+
+    law: str
+    metric: str
+    block: str
+    scheme: str | None
+    cells: int
+    within_noise: int
+    median_rel_error: float
+    worst_rel_error: float
+    where: str
+
+    def sentence(self) -> str:
+        """One line for a reader: how many cells, how many within noise, the median and worst errors."""
+        which = f"{self.scheme} {self.block}" if self.scheme else self.block
+        return (f"the accuracy map ({MAP_PATH.parent.name}): within noise in {self.within_noise} of {self.cells} "
+                f"resolved {which} cells, median error {self.median_rel_error:.2%}, worst {self.worst_rel_error:.2%} "
+                f"({self.where})")
+
+
+@lru_cache(maxsize=1)
+def shipped_map() -> pd.DataFrame | None:
+    """The shipped map's table, or None when this installation has none."""
+    if not MAP_PATH.is_file():
+        return None
+    return pd.read_csv(MAP_PATH)
+
+
+def _where(row) -> str:
+    causal = "causal" if row["causal"] else "acausal"
+    return f"{row['scheme']} d={row['width']} T={row['tokens']} {causal}, layer {row['worst_rel_layer']}"
+
+
+def measured_bound(law: str, metric: str, block: str, scheme: str | None = None) -> MeasuredBound | None:
+    """The map's errors of curve ``(law, metric)`` on ``block`` (``llama`` for the preset), of one ``scheme`` or
+    of all, over the resolved cells without a numerical blow-up; None when there is none."""
+    table = shipped_map()
+    if table is None:
+        return None
+    rows = table[(table["law"] == law) & (table["metric"] == metric) & (table["block"] == block)
+                 & ~table["accuracy"].isin(_RESOLVED_OUT) & (table["blow_up_layer"] < 0)
+                 & table["worst_rel_error"].notna()]
+    if scheme is not None:
+        rows = rows[rows["scheme"] == scheme]
+    if rows.empty:
+        return None
+    worst = rows.loc[rows["worst_rel_error"].idxmax()]
+    return MeasuredBound(law, metric, block, scheme, len(rows), int((rows["accuracy"] == "within noise").sum()),
+                         float(rows["worst_rel_error"].median()), float(worst["worst_rel_error"]), _where(worst))
+
+
+def law_accuracy(law: str) -> pd.DataFrame:
+    """Per metric and block of ``law``, over every scheme: resolved cells, how many within noise, the median and
+    worst relative errors and the worst's cell (empty without a shipped map)."""
+    table = shipped_map()
+    columns = ["metric", "block", "kind", "cells", "within_noise", "median_rel_error", "worst_rel_error", "where"]
+    if table is None:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for (metric, block), group in table[table["law"] == law].groupby(["metric", "block"], sort=True):
+        bound = measured_bound(law, metric, block)
+        kinds = "/".join(sorted(set(group["kind"])))
+        if bound is None:
+            rows.append({"metric": metric, "block": block, "kind": kinds, "cells": 0, "within_noise": 0,
+                         "median_rel_error": float("nan"), "worst_rel_error": float("nan"),
+                         "where": "no resolved cell"})
+        else:
+            rows.append({"metric": metric, "block": block, "kind": kinds, "cells": bound.cells,
+                         "within_noise": bound.within_noise, "median_rel_error": bound.median_rel_error,
+                         "worst_rel_error": bound.worst_rel_error, "where": bound.where})
+    return pd.DataFrame(rows, columns=columns)
