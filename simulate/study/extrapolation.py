@@ -182,7 +182,7 @@ class IncrementLaw:
             for layer in range(2, depth + 1):
                 if math.isfinite(var):
                     x = _regressors(self, self.terms, layer, depth, math.sqrt(var), width, steps)
-                    var += math.exp(min(float(x @ self.psi), 710.0))
+                    var += math.exp(min(float(x @ self.psi), 700.0))  # the bridge's cap: math.exp(710) raises
                 profile.append(var)
         return np.array(profile)  # (L,)
 

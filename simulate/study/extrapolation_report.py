@@ -10,9 +10,9 @@ A second blind test holds out another slice where the models have one (:data:`SE
 the widest models, fitted on the narrower ones, and the longest-trained, fitted on the shorter.
 Then the laws that passed every blind test they had, informatively, are run at the papers' sizes
 (:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations.
-``extrapolation.csv`` has one row per scheme, law (``bridge`` or ``growth``) and quantity (columns
-``scheme, law, kind, name, value, low, high, detail``; kinds ``alpha``, ``beta`` (bridge),
-``theta`` (growth) and ``gamma`` for the coefficients,
+``extrapolation.csv`` has one row per scheme, law (``bridge``, ``growth`` or ``increment``) and quantity
+(columns ``scheme, law, kind, name, value, low, high, detail``; kinds ``alpha``, ``beta`` (bridge),
+``theta`` (growth), ``psi`` (increment) and ``gamma`` for the coefficients,
 ``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
 deepest fitted depth, ``blind test`` for the verdict (``passes`` or ``fails``: the held-out
 mean error with the law's prediction interval; a pass whose interval is wider than

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from simulate.study.extrapolation import (BLOCK_TERMS, GROWTH_TERMS, LawError, extrapolation_test, fit_growth_law,
-                                          fit_increment_law,
+                                          IncrementLaw, fit_increment_law,
                                           fit_law, paper_predictions)
 from theory.meanfield.bridge import bridge_profile
 
@@ -198,3 +198,10 @@ def test_the_increment_law_lets_the_data_choose_the_growth_class(power, growth_c
     if power == 1.0:  # the negative control: the growth law's form makes the same data exponential
         growth = fit_growth_law(samples[samples["depth"] < 64])
         assert paper_predictions(growth, deep)["growth_class"].tolist() == ["exponential"]
+
+
+def test_an_increment_beyond_float64_is_capped_not_raised():
+    """A fitted log increment of 750 (math.exp raises from 710) adds exp(700) per block, the bridge law's cap."""
+    law = IncrementLaw(("1",), np.array([750.0]), ("1",), np.array([0.0]), {}, 0, 1)
+    profile = law.profile(4)
+    assert profile[0] == 1.0 and np.allclose(np.diff(profile), math.exp(700.0), rtol=1e-12), profile

@@ -158,12 +158,15 @@ def build_plan(setting: Setting) -> SublayerPlan:
         pre = alpha * f["up"] * q_in
         lo, hi = (1e-8, 1e8) if raw.any() else (float(pre.min()), float(pre.max()))
         kernel = kernel_table("silu" if setting.activation == "swiglu" else setting.activation, lo, hi)
-    router_var = alpha * f["router"] * q_in  # (N,) logits of each step's router: N(0, alpha f_router q_in)
+    moe = kind == MOE
+    gate2 = np.ones(kind.shape)  # (N,) 1 but at MoE steps, where each router's logits are N(0, alpha f_router q_in)
+    if moe.any():
+        gate2[moe] = moe_gate_square_sums(setting.experts, setting.top_k, alpha * f["router"][moe] * q_in[moe],
+                                          setting.uniform_gates)
     return SublayerPlan(
         kind=kind, block=block, norm_input=wiring.norm_input, in_scale2=in_scale2, norm_branch=wiring.norm_branch,
         branch2=branch2, stream_scale2=wiring.stream_scale**2, norm_after=wiring.norm_after_add, alpha_in=alpha_in, alpha_out=alpha_out, alpha_qk=alpha_qk,
         activation=setting.activation, ffn_ratio=setting.resolved_ffn_width / setting.width, width=setting.width,
         rope=setting.rope, alignment=setting.alignment, attention=attention, kernel=kernel,
-        gate2=np.where(kind == MOE, moe_gate_square_sums(setting.experts, setting.top_k, router_var,
-                                                         setting.uniform_gates) if MOE in subs else 1.0, 1.0),
+        gate2=gate2,
         gate_overlap0=1.0 / setting.experts, shared_expert=setting.shared_expert)
