@@ -174,7 +174,8 @@ def _tuning_phase(results) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     from simulate.study.tuning import tuning_points
 
     study = atlas_studies(results)["depth"]
-    tuning = dataclasses.replace(study, sweep=dataclasses.replace(study.sweep, points=tuple(tuning_points(study))))
+    tuning = dataclasses.replace(study, sweep=dataclasses.replace(study.sweep,
+                                                                  points=tuple(tuning_points(study, results))))
     models = load_models(tuning, results, statistics=False)
     claim = {c.schemes[0]: c.id for c in CLAIMS.values() if c.kind is Kind.GROWTH}
     points, levels = [], []

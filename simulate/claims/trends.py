@@ -7,7 +7,9 @@ to the cell means (one point per axis value), ``mean_x = a + b log x``, by ordin
 squares; the slope's 95 % interval is Student's t with ``k - 2`` degrees of freedom for ``k``
 axis values, its error the scatter of the cell means about the line (Snedecor and Cochran
 1989, Sec. 17; the within-cell spread enters through the means; unequal spreads between
-cells leave the estimate unbiased). Whether a line describes the cells at all is the
+cells leave the estimate unbiased). For a share of blocks each cell mean's variance is at least the
+binomial variance of its blocks (:func:`_share_floor`), so the slope's interval is never of zero width.
+Whether a line describes the cells at all is the
 pure-error lack-of-fit F test on the models (Draper and Smith 1998, Sec. 2.1):
 ``F = (SS_lof / (k - 2)) / (SS_pe / (n - k))``.
 
@@ -108,8 +110,14 @@ class Trend(NamedTuple):
     n: int
 
 
-def _line(cells: Cells, confidence: float) -> tuple[Interval, float, np.ndarray]:
-    """OLS of the cell means on log x: (slope with its t interval on k - 2 dof, its p, fitted means (k,))."""
+def _line(cells: Cells, confidence: float, floor: np.ndarray | None = None) -> tuple[Interval, float, np.ndarray]:
+    """OLS of the cell means on log x: (slope with its t interval on k - 2 dof, its p, fitted means (k,)).
+
+    ``floor`` (k,): each cell mean's least variance (a share's binomial variance, :func:`_share_floor`): the
+    interval is then the wider of the t interval and the normal one of variance ``sum_i c_i^2 floor_i`` (``c``
+    the slope's weights on the cell means; known given the shares), the p the larger, so cell means that lie
+    on a line by the blocks' chance do not give a zero-width interval.
+    """
     log_x, mean = np.log(cells.x), cells.mean  # (k,) each
     k = log_x.size
     design = np.stack([np.ones(k), log_x], axis=1)  # (k, 2)
@@ -120,10 +128,15 @@ def _line(cells: Cells, confidence: float) -> tuple[Interval, float, np.ndarray]
         return Interval(slope), math.nan, fitted
     residual = mean - fitted  # (k,)
     se = math.sqrt(float(residual @ residual) / (k - 2) * np.linalg.inv(design.T @ design)[1, 1])
-    if se == 0:
+    bounds = [(stats.t(k - 2), se)]  # (law of the standardised slope, standard error)
+    if floor is not None:
+        weights = (log_x - log_x.mean()) / ((log_x - log_x.mean()) ** 2).sum()  # (k,) slope = weights @ mean
+        bounds.append((stats.norm(), math.sqrt(float(weights**2 @ floor))))  # known given the shares: normal
+    if all(se == 0 for _, se in bounds):
         return Interval(slope, slope, slope), 0.0 if slope != 0 else 1.0, fitted
-    half = float(stats.t.ppf(0.5 + confidence / 2, k - 2)) * se
-    return Interval(slope, slope - half, slope + half), float(2 * stats.t.sf(abs(slope) / se, k - 2)), fitted
+    half = max(float(law.ppf(0.5 + confidence / 2)) * se for law, se in bounds)
+    p = max(float(2 * law.sf(abs(slope) / se)) if se > 0 else 0.0 for law, se in bounds)
+    return Interval(slope, slope - half, slope + half), p, fitted
 
 
 def _lack_of_fit(cells: Cells) -> float:
@@ -152,16 +165,22 @@ def _welch_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
-def _share_contrast(last: np.ndarray, first: np.ndarray, blocks_last: float, blocks_first: float,
-                    confidence: float) -> tuple[Interval, float]:
-    """The last minus the first cell of a share of blocks, Welch's interval and p with each cell's variance at
-    least the binomial variance of its blocks pooled (Agresti-Coull's share, never 0): seeds that all count the
-    same blocks still leave the blocks' uncertainty."""
+def _share_floor(cells: Cells, blocks: Cells) -> np.ndarray:
+    """Each cell mean's binomial variance (k,) of a share of blocks, its blocks pooled over the cell's models
+    (Agresti and Coull 1998's share ``(m + 2) / (B + 4)``, never 0): seeds that all count the same blocks
+    still leave the blocks' uncertainty."""
+    total = np.array([v.sum() for v in blocks.values], dtype=float)  # (k,) blocks per cell
+    share = (cells.mean * total + 2) / (total + 4)  # (k,)
+    return share * (1 - share) / total
+
+
+def _floored_contrast(last: np.ndarray, first: np.ndarray, floor_last: float, floor_first: float,
+                      confidence: float) -> tuple[Interval, float]:
+    """The last minus the first cell, Welch's interval and p with each cell's variance at least its floor."""
     variances, dofs = [], []
-    for values, blocks in ((last, blocks_last), (first, blocks_first)):
-        share = (values.mean() * blocks + 2) / (blocks + 4)
+    for values, floor in ((last, floor_last), (first, floor_first)):
         over_seeds = values.var(ddof=1) / values.size if values.size > 1 else 0.0
-        variances.append(max(over_seeds, share * (1 - share) / blocks))
+        variances.append(max(over_seeds, floor))
         dofs.append(max(values.size - 1, 1))
     diff = float(last.mean() - first.mean())
     se = math.sqrt(sum(variances))
@@ -173,21 +192,22 @@ def _share_contrast(last: np.ndarray, first: np.ndarray, blocks_last: float, blo
 def fit_trend(x, y, confidence: float = CONFIDENCE, blocks=None) -> Trend:
     """The trend of ``y`` along ``x`` (module docstring); ``method`` "no data" with fewer than two axis values.
 
-    ``blocks`` (one per value of ``y``): ``y`` is a share of that many blocks, and the last-minus-first contrast
-    floors each cell's variance at the binomial variance of its blocks (:func:`_share_contrast`).
+    ``blocks`` (one per value of ``y``): ``y`` is a share of that many blocks, and both the line and the
+    last-minus-first contrast floor each cell mean's variance at the binomial variance of its blocks
+    (:func:`_share_floor`).
     """
     cells = cells_of(x, y)
     n = int(cells.n.sum())
     if cells.x.size < 2:
         return Trend(NO_INTERVAL, NO_INTERVAL, math.nan, "no data", math.nan, math.nan, int(cells.x.size), n)
-    slope, slope_p, _ = _line(cells, confidence)
+    floor = None if blocks is None else _share_floor(
+        cells, cells_of(x, np.where(np.isfinite(np.asarray(y, dtype=float)), blocks, np.nan)))  # (k,)
+    slope, slope_p, _ = _line(cells, confidence, floor)
     first, last = cells.values[0], cells.values[-1]
-    if blocks is None:
+    if floor is None:
         contrast, contrast_p = welch_interval(last, first, confidence), _welch_p(last, first)
     else:
-        totals = cells_of(x, np.where(np.isfinite(np.asarray(y, dtype=float)), blocks, np.nan))  # blocks per cell
-        contrast, contrast_p = _share_contrast(last, first, float(totals.values[-1].sum()),
-                                               float(totals.values[0].sum()), confidence)
+        contrast, contrast_p = _floored_contrast(last, first, floor[-1], floor[0], confidence)
     if cells.x.size < 3:
         return Trend(slope, contrast, math.nan, "too few axis values", contrast.estimate, math.nan, 2, n)
     lack = _lack_of_fit(cells)

@@ -62,7 +62,7 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
     ``specs`` are the studies' spec files and ``out`` the study directory, as the user gave
     them; ``command`` the command that exported the folder.
     """
-    planned = {study.name: planned_points(study) for study in studies}  # a tuned study: its grid too
+    planned = {study.name: planned_points(study, folder) for study in studies}  # a tuned study: its grid too
     distinct = distinct_models([dataclasses.replace(study, sweep=dataclasses.replace(
         study.sweep, points=tuple(planned[study.name][0]))) for study in studies], Path(folder))
     per_study = {study.name: [distinct[p.key] for p in planned[study.name][0]] for study in studies}

@@ -90,8 +90,10 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
              "first cell (Welch); two axis values give no direction verdict. The family of a report's direction "
              "verdicts is adjusted by Holm's method and the verdicts read the adjusted p; docs/studies.md"]
     if study.tuned:
-        lines.append(f"- Learning rate: tuned per scheme and cell over {', '.join(f'{v:g}' for v in study.tune_lr)} "
-                     f"on seed{'s' * (len(study.tune_seeds) > 1)} {', '.join(map(str, study.tune_seeds))} (lowest mean "
+        beyond = f" (and {', '.join(f'{v:g}' for v in study.tune_lr_beyond)} past an edge where a cell's best was " \
+                 "at it)" if study.tune_lr_beyond else ""
+        lines.append(f"- Learning rate: tuned per scheme and cell over {', '.join(f'{v:g}' for v in study.tune_lr)}"
+                     f"{beyond} on seed{'s' * (len(study.tune_seeds) > 1)} {', '.join(map(str, study.tune_seeds))} (lowest mean "
                      "held-out loss), then trained on every seed; the claims are judged at the chosen rates "
                      "(section \"Tuned learning rates\", tuning.csv)")
     if study.stability:
@@ -190,12 +192,17 @@ def _tuning_section(study, tuning: pd.DataFrame | None) -> list[str]:
             row[f"lr={r.lr:g}"] = f"**{text}**" if r.chosen else text
         chosen = group[group["chosen"]]
         status = group["cell_status"].iloc[0]
-        row["chosen"] = (f"{chosen['lr'].iloc[0]:g}" + (" (at the grid's edge)" if chosen["edge"].iloc[0] else "")
+        row["chosen"] = (f"{chosen['lr'].iloc[0]:g}" + (" (at the edge)" if chosen["edge"].iloc[0] else "")
                          if len(chosen) else status)
         rows.append(row)
+    rates = [f"lr={rate:g}" for rate in sorted(tuning["lr"].unique())]
+    table = pd.DataFrame(rows).reindex(columns=[*fields, *rates, "chosen"]).fillna({r: "not tried" for r in rates})
+    beyond = (f" A cell whose best rate was at an edge of the grid went on past it to the next of "
+              f"{', '.join(f'{v:g}' for v in study.tune_lr_beyond)}, one at a time while its best stayed at the edge "
+              "(\"not tried\": it did not)." if study.tune_lr_beyond else "")
     return ["", "## Tuned learning rates", "", "Held-out loss (nats/byte, mean over the tuning seeds) per rate; the "
-            "chosen rate in bold. A rate chosen at the grid's edge may not be the best one.", "",
-            markdown_table(pd.DataFrame(rows))]
+            f"chosen rate in bold. A rate chosen at the edge of what its cell tried may not be the best one.{beyond}",
+            "", markdown_table(table)]
 
 
 def study_markdown(study, points, levels, trends, command: str, tuning: pd.DataFrame | None = None) -> str:

@@ -94,23 +94,32 @@ def run_studies(studies: list[Study], out: str | Path, *, engine: str = "local",
                 order: str = "longest") -> SweepReport:
     """Run every point of ``studies`` that has no file in ``out`` yet (module docstring); the sweep's report.
 
-    A tuned study (:mod:`simulate.study.tuning`) runs in two sweeps: first the models that tune
-    its rate, then every seed at each cell's chosen rate (the tuning models shared); the report
-    adds both up.
+    A tuned study (:mod:`simulate.study.tuning`) runs in two stages: first the models that tune
+    its rate (again while a cell goes on past its grid's edge, :func:`~simulate.study.tuning.reached_rates`),
+    then every seed at each cell's chosen rate (the tuning models shared); the report adds them up.
     """
     out = Path(out)
     check_names(studies)
     write_specs(studies, out)
     engine_options = dict(engine=engine, workers=workers, address=address, progress=progress,
                           retry_failed=retry_failed)
-    tuned = [dataclasses.replace(study, sweep=dataclasses.replace(study.sweep, points=tuple(tuning_points(study))))
-             for study in studies if study.tuned]
-    if not tuned:
+    if not any(study.tuned for study in studies):
         return run_sweep(union_sweep(studies, out, order), out, **engine_options)
-    first = run_sweep(union_sweep(tuned, out, order), out, **engine_options)
+    reports, tuning = [], set()
+    while True:  # each round trains the rates the finished ones reached; none new: every cell has chosen
+        tuned = [dataclasses.replace(study, sweep=dataclasses.replace(study.sweep,
+                                                                      points=tuple(tuning_points(study, out))))
+                 for study in studies if study.tuned]
+        keys = {p.key for s in tuned for p in s.sweep.points}
+        if keys <= tuning:
+            break
+        reports.append(run_sweep(union_sweep(tuned, out, order), out, **engine_options))
+        tuning |= keys
     resolved = resolve_studies(studies, out)
-    second = run_sweep(union_sweep(resolved, out, order), out, **engine_options)
-    shared = len({p.key for s in tuned for p in s.sweep.points} & {p.key for s in resolved for p in s.sweep.points})
-    return dataclasses.replace(second, total=first.total + second.total - shared, ran=first.ran + second.ran,
-                               skipped=first.skipped + second.skipped - shared, failed=first.failed + second.failed,
-                               lost=[*first.lost, *second.lost], seconds=first.seconds + second.seconds)
+    final = run_sweep(union_sweep(resolved, out, order), out, **engine_options)
+    shared = len(tuning & {p.key for s in resolved for p in s.sweep.points})
+    for report in reports:  # a model run in an earlier round is skipped by the later ones: counted once
+        final = dataclasses.replace(final, ran=final.ran + report.ran, failed=final.failed + report.failed,
+                                    lost=[*report.lost, *final.lost], seconds=final.seconds + report.seconds)
+    total = len(tuning) + final.total - shared
+    return dataclasses.replace(final, total=total, skipped=total - final.ran - len(final.lost))

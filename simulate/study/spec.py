@@ -24,6 +24,7 @@ option (``steps``) as well as a Setting field::
     stability = 0.5                 # also train every model for half the steps: is each verdict stable?
     tune_lr = [1e-3, 3e-3, 1e-2]    # the peak learning rate tuned per scheme and cell over this grid ...
     tune_seeds = [0]                # ... on these seeds (default: the first), then trained on every seed
+    tune_lr_beyond = [3e-2]         # rates past the grid, tried where a cell's best rate is at that edge
     confidence = 0.95               # of every interval and test (default 0.95)
     multiplicity = "holm"           # the family's adjustment: holm or bh (simulate.claims.inference)
     bootstrap = 200                 # resamples of a bootstrap (at least 100)
@@ -33,12 +34,14 @@ trained, with a whole schedule of its own, for ``round(f N)`` steps, and each ve
 is compared with the same verdict at ``round(f N)`` (:mod:`simulate.study.stability`).
 ``tune_lr`` adds the swept field ``lr`` over the grid; a study with it is *tuned*: its models
 are those at each cell's chosen rate (:mod:`simulate.study.tuning`), and ``lr`` is no cell of
-its own (LNS and Pre-LN are compared each at its own rate).
+its own (LNS and Pre-LN are compared each at its own rate). ``tune_lr_beyond`` lists rates
+outside the grid: a cell whose best rate so far is at an edge of what it tried goes on to the
+next of these rates past that edge, one at a time (:func:`simulate.study.tuning.reached_rates`).
 
 Bad input raises :class:`StudyError` (one line naming the key): an unknown key, axis or
 claim, an axis of one value, fewer than two seeds, a claim whose schemes the study does
 not train, a stability fraction outside (0, 1), a tuning grid of one value, a tuning seed
-the study does not train, a confidence outside (0, 1), an unknown multiplicity method, fewer than
+the study does not train, a rate beyond the grid that is not outside it, a confidence outside (0, 1), an unknown multiplicity method, fewer than
 100 bootstrap resamples.
 
 >>> study = parse_study({"setting": {"preset": "llama", "width": 16, "heads": 2, "tokens": 16},
@@ -66,7 +69,7 @@ from theory.constraints import ConstraintError, Integer, Real
 __all__ = ["STUDY_KEYS", "StudyError", "Study", "parse_study", "check_names", "load_study"]
 
 STUDY_KEYS = tuple(k for k in SPEC_KEYS if k != "task") + ("study",)
-_STUDY_TABLE = ("axes", "claims", "stability", "tune_lr", "tune_seeds", *INFERENCE_FIELDS)
+_STUDY_TABLE = ("axes", "claims", "stability", "tune_lr", "tune_seeds", "tune_lr_beyond", *INFERENCE_FIELDS)
 
 
 class StudyError(ValueError):
@@ -90,6 +93,7 @@ class Study:
     stability: tuple[int, int] | None = None  # (steps of the shorter models, steps N)
     tune_lr: tuple[float, ...] = ()  # the grid of a tuned study
     tune_seeds: tuple[int, ...] = ()
+    tune_lr_beyond: tuple[float, ...] = ()  # rates past the grid's edges, tried where a cell's best is at one
     candidates: Sweep | None = None  # a tuned study resolved: every model of its grid (simulate.study.tuning)
     inference: Inference = Inference()  # confidence, multiplicity method, bootstrap resamples of its reports
 
@@ -186,16 +190,21 @@ def _stability(table: dict, data: dict) -> tuple[dict, tuple[int, int] | None]:
     return _add_axis(data, "stability", "steps", [shorter, steps]), (shorter, steps)
 
 
-def _tuning(table: dict, data: dict) -> tuple[dict, tuple[float, ...], tuple[int, ...]]:
-    """The spec with ``lr`` swept over ``tune_lr``, the grid and the tuning seeds (module docstring)."""
+def _tuning(table: dict, data: dict) -> tuple[dict, tuple[float, ...], tuple[int, ...], tuple[float, ...]]:
+    """The spec with ``lr`` swept over ``tune_lr`` and ``tune_lr_beyond``; the grid, the tuning seeds and the
+    rates beyond the grid (module docstring)."""
     if "tune_lr" not in table:
-        if "tune_seeds" in table:
-            raise StudyError("study.tune_seeds is allowed only with study.tune_lr (the grid they tune)")
-        return data, (), ()
+        for key in ("tune_seeds", "tune_lr_beyond"):
+            if key in table:
+                raise StudyError(f"study.{key} is allowed only with study.tune_lr (the grid they tune)")
+        return data, (), (), ()
     grid = table["tune_lr"]
-    if (not isinstance(grid, list) or len(set(grid)) < 2
-            or not all(Real(0.0, low_open=True).accepts(v) and not isinstance(v, bool) for v in grid)):
+    if not _rates(grid) or len(set(grid)) < 2:
         raise StudyError(f"study.tune_lr={grid!r} is not allowed: a grid of at least two distinct learning rates > 0")
+    beyond = table.get("tune_lr_beyond", [])
+    if not _rates(beyond) or any(min(grid) <= rate <= max(grid) for rate in beyond):
+        raise StudyError(f"study.tune_lr_beyond={beyond!r} is not allowed: learning rates > 0 below "
+                         f"{min(grid):g} or above {max(grid):g} (outside study.tune_lr)")
     seeds = data.get("seeds")
     trained = list(range(seeds)) if Integer().accepts(seeds) else list(seeds)
     chosen = table.get("tune_seeds", trained[:1])
@@ -205,7 +214,14 @@ def _tuning(table: dict, data: dict) -> tuple[dict, tuple[float, ...], tuple[int
     if missing := [s for s in chosen if s not in trained]:
         raise StudyError(f"study.tune_seeds: seed {missing[0]} is not allowed: the study trains seeds "
                          f"{', '.join(map(str, trained))}")
-    return _add_axis(data, "tune_lr", "lr", sorted(set(grid))), tuple(sorted(set(grid))), tuple(dict.fromkeys(chosen))
+    return (_add_axis(data, "tune_lr", "lr", sorted({*grid, *beyond})), tuple(sorted(set(grid))),
+            tuple(dict.fromkeys(chosen)), tuple(sorted(set(beyond))))
+
+
+def _rates(values) -> bool:
+    """Whether ``values`` is a list of learning rates (numbers > 0)."""
+    return isinstance(values, list) and all(Real(0.0, low_open=True).accepts(v) and not isinstance(v, bool)
+                                            for v in values)
 
 
 def _inference(table: dict) -> Inference:
@@ -229,7 +245,7 @@ def parse_study(data: dict, default_name: str = "study", text: str = "") -> Stud
         raise StudyError(f"unknown key study.{extra[0]}: the [study] table has {', '.join(_STUDY_TABLE)}")
     _seed_count(data)
     data, stability = _stability(table, data)
-    data, grid, tune_seeds = _tuning(table, data)
+    data, grid, tune_seeds, beyond = _tuning(table, data)
     try:
         sweep = parse_spec({**{k: v for k, v in data.items() if k != "study"}, "task": "study"}, default_name)
     except SpecError as error:
@@ -243,7 +259,7 @@ def parse_study(data: dict, default_name: str = "study", text: str = "") -> Stud
     linked = {name: tuple(n for n in group if n != name)
               for group in ([zips] if isinstance(zips, dict) else zips) for name in group}
     return Study(sweep.name, sweep, axes, _claims(table, schemes), text, linked, stability, grid, tune_seeds,
-                 inference=_inference(table))
+                 beyond, inference=_inference(table))
 
 
 def check_names(studies) -> None:

@@ -10,8 +10,11 @@ scores' ``val_loss``, on sequences no step trained on), as P2 picks each depth's
 validation loss (its Sec. 2 and App. C.1). The study's models are then every seed at the
 chosen rate, the tuning seeds' models shared. A rate whose models failed or whose loss is not
 finite or above the uniform guess ``log 256`` diverged; a cell whose every rate diverged is
-failed (no models; its rates are in the table) and the study goes on. A rate chosen at an
-edge of the grid is flagged: the best rate may lie beyond it.
+failed (no models; its rates are in the table) and the study goes on. Where the best rate so
+far is at an edge of the grid, the cell goes on to the rates of ``tune_lr_beyond`` past that
+edge, one at a time, while the best stays at the edge (:func:`reached_rates`; the other cells
+are not trained there). A rate chosen at an edge of what its cell tried is flagged: the best
+rate may lie beyond it.
 
 Columns of ``tuning.csv`` (:func:`tuning_table`): ``scheme``, the cell's fields, ``lr``,
 ``n`` (tuning seeds finished), ``val_loss`` (their mean), ``status`` (ok, pending, diverged),
@@ -35,8 +38,8 @@ import pandas as pd
 
 from simulate.sweep.store import finished_records
 
-__all__ = ["DIVERGED_LOSS", "tuning_cell", "tuning_points", "choose_rate", "tuning_table", "resolve_tuning",
-           "planned_points", "resolve_studies"]
+__all__ = ["DIVERGED_LOSS", "tuning_cell", "tuning_points", "choose_rate", "reached_rates", "tuning_table",
+           "resolve_tuning", "planned_points", "resolve_studies"]
 
 DIVERGED_LOSS = math.log(256)  # nats/byte of the uniform guess over bytes: a model above it learned nothing
 
@@ -51,8 +54,8 @@ def tuning_cell(study, point) -> tuple:
     return (point.setting.scheme, *values)
 
 
-def tuning_points(study) -> list:
-    """The models that tune: the tuning seeds at every rate of the grid, at the full length."""
+def _tuning_candidates(study) -> list:
+    """The tuning seeds' models at every rate (the grid and beyond it), at the full length."""
     full = study.stability[1] if study.stability else None
     return [p for p in (study.candidates or study.sweep).points
             if p.seed in study.tune_seeds and (full is None or p.options["steps"] == full)]
@@ -73,26 +76,60 @@ def choose_rate(losses: dict[float, list[float]]) -> tuple[float | None, bool]:
     return best, best in (min(losses), max(losses))
 
 
-def _losses(study, out) -> dict[tuple, dict[float, list]]:
-    """``{cell: {rate: [held-out loss per finished tuning seed (NaN: failed)]}}``, None where one is pending."""
-    points = tuning_points(study)
-    records = finished_records(out, [p.key for p in points])
-    cells: dict[tuple, dict[float, list]] = {}
-    for point in points:
-        rates = cells.setdefault(tuning_cell(study, point), {})
-        record = records.get(point.key)
-        if record is None:
-            rates[point.setting.lr] = None
-        elif rates.get(point.setting.lr, []) is not None:
-            loss = (record.get("headline") or {}).get("val_loss", math.nan) if record["status"] == "ok" else math.nan
-            rates.setdefault(point.setting.lr, []).append(float(loss))
-    return cells
+def reached_rates(grid, beyond, losses_at) -> dict[float, list | None]:
+    """The rates one cell tries, ``{rate: losses_at(rate)}`` (``None``: pending): its grid, then each rate of
+    ``beyond`` past an edge, outward one at a time, while the cell's best rate so far is that edge; a pending
+    rate stops the walk (the next is decided by its loss).
+
+    >>> losses = {1e-3: [2.0], 3e-3: [1.9], 1e-2: [1.8], 3e-2: [1.85], 1e-1: [1.7]}
+    >>> sorted(reached_rates([1e-3, 3e-3, 1e-2], [3e-2, 1e-1], losses.get))  # 3e-2 is worse: 1e-1 is not tried
+    [0.001, 0.003, 0.01, 0.03]
+    """
+    rates = {rate: losses_at(rate) for rate in grid}
+    for side in (sorted(r for r in beyond if r > max(grid)), sorted((r for r in beyond if r < min(grid)),
+                                                                    reverse=True)):
+        for rate in side:
+            if any(values is None for values in rates.values()):
+                return rates
+            best, _ = choose_rate(rates)
+            if best is None or best != (max(rates) if rate > max(grid) else min(rates)):
+                break
+            rates[rate] = losses_at(rate)
+    return rates
+
+
+def _cells(study, out) -> tuple[dict[tuple, dict[float, list | None]], list]:
+    """``({cell: reached_rates}, tuning points of the reached rates)``: per rate the held-out loss of each
+    finished tuning seed (NaN: failed), None where one is pending."""
+    candidates = _tuning_candidates(study)
+    records = finished_records(out, [p.key for p in candidates])
+    by_cell: dict[tuple, dict[float, list]] = {}
+    for point in candidates:
+        by_cell.setdefault(tuning_cell(study, point), {}).setdefault(point.setting.lr, []).append(point)
+
+    def losses(points) -> list | None:
+        if any(records.get(p.key) is None for p in points):
+            return None
+        return [float((records[p.key].get("headline") or {}).get("val_loss", math.nan))
+                if records[p.key]["status"] == "ok" else math.nan for p in points]
+
+    cells, reached = {}, []
+    for cell, by_rate in by_cell.items():
+        cells[cell] = reached_rates(study.tune_lr, study.tune_lr_beyond, lambda rate: losses(by_rate[rate]))
+        reached += [p for rate in cells[cell] for p in by_rate[rate]]
+    return cells, reached
+
+
+def tuning_points(study, out) -> list:
+    """The models that tune: the tuning seeds at the full length at every rate of the grid, and at each rate
+    beyond it that a cell has reached with the models finished in ``out`` (:func:`reached_rates`)."""
+    return _cells(study, out)[1]
 
 
 def tuning_table(study, out) -> pd.DataFrame:
     """One row per tuning cell and rate (module docstring)."""
     rows = []
-    for cell, rates in _losses(study, out).items():
+    for cell, rates in _cells(study, out)[0].items():
         chosen, edge, status = _choice(rates)
         for rate, values in sorted(rates.items()):
             finite = [v for v in values or [] if math.isfinite(v)]
@@ -119,18 +156,19 @@ def resolve_tuning(study, out):
         return study
     candidates = study.candidates or study.sweep
     study = dataclasses.replace(study, sweep=candidates, candidates=candidates)
-    chosen = {cell: _choice(rates)[0] for cell, rates in _losses(study, out).items()}
+    chosen = {cell: _choice(rates)[0] for cell, rates in _cells(study, out)[0].items()}
     points = tuple(p for p in candidates.points if chosen.get(tuning_cell(study, p)) == p.setting.lr)
     return dataclasses.replace(study, sweep=dataclasses.replace(candidates, points=points))
 
 
-def planned_points(study) -> tuple[list, int]:
-    """``(points, unknown)``: the models a (resolved) tuned study trains that are known (the tuning models and
-    every model at a chosen rate) and how many more it will train once its pending cells have chosen
-    (every seed and length of such a cell, but its tuning models)."""
+def planned_points(study, out) -> tuple[list, int]:
+    """``(points, unknown)``: the models a (resolved) tuned study trains that are known (the tuning models that
+    ``out`` has reached and every model at a chosen rate) and how many more it will train once its pending cells
+    have chosen (every seed and length of such a cell, but its tuning models; a rate beyond the grid that a
+    cell may still reach is not counted)."""
     if not study.tuned:
         return list(study.sweep.points), 0
-    tuning = tuning_points(study)
+    tuning = tuning_points(study, out)
     known = {p.key: p for p in [*tuning, *study.sweep.points]}
     chosen_cells = {tuning_cell(study, p) for p in study.sweep.points}
     cells = {tuning_cell(study, p) for p in tuning}

@@ -41,7 +41,7 @@ def test_every_study_is_shipped_with_what_it_rests_on(atlas):
     folder = ATLASES[atlas]
     studies = {name: resolve_tuning(study, folder) for name, study in atlas_studies(folder).items()}
     finished = {path.stem for path in (folder / "points").glob("*.parquet")}
-    planned = {p.key for study in studies.values() for p in planned_points(study)[0]}
+    planned = {p.key for study in studies.values() for p in planned_points(study, folder)[0]}
     assert studies and finished <= planned
     for name, study in studies.items():
         assert all((folder / name / file).is_file() for file in REPORT_FILES), name
@@ -59,7 +59,7 @@ def test_every_study_is_shipped_with_what_it_rests_on(atlas):
             assert set(zip(results.trends["claim"], results.trends["axis"])) == expected, name
             assert ok[list(STATISTICS)].notna().any().all(), f"{name}: a statistic is missing from every model"
     readme = (folder / "README.md").read_text()
-    unknown = sum(planned_points(study)[1] for study in studies.values())
+    unknown = sum(planned_points(study, folder)[1] for study in studies.values())
     count = f"**{len(finished)} of the {len(planned) + unknown} models**"
     assert count in readme, f"{folder}/README.md: the count is stale ({count})"
     written = results_readme(list(studies.values()), str(folder), [], "atlas", "")

@@ -313,3 +313,57 @@ def test_the_contrast_of_a_share_covers_and_never_has_p_zero():
                     at_least=True)
     same = fit_trend(AXIS, np.repeat([10 / 16, 10 / 16, 2 / 16, 2 / 16, 2 / 16], SEEDS), blocks=blocks)
     assert same.method == "endpoints" and same.contrast.high > same.contrast.low and same.p_value > 1e-6, same
+
+
+def _share_slope_studies(share_at, seed: int):
+    """Depth studies of a share of the model's blocks (L blocks at depth L, three seeds), each block counted
+    with probability ``share_at(L)``; yields (shares (15,), blocks (15,)) and returns nothing else."""
+    rng = np.random.default_rng(seed)
+    blocks = AXIS.astype(int)  # (15,)
+    p = np.repeat(share_at(DEPTHS), SEEDS)  # (15,)
+    for _ in range(REPLICATES):
+        yield rng.binomial(blocks, p) / blocks, blocks
+
+
+def _cell_means_slope(share_at) -> float:
+    """The estimand: the least-squares slope of the true cell shares on log depth."""
+    design = np.stack([np.ones(DEPTHS.size), np.log(DEPTHS)], axis=1)  # (5, 2)
+    return float(np.linalg.lstsq(design, share_at(DEPTHS), rcond=None)[0][1])
+
+
+def _nearly_all(depth):
+    return 0.999 - 0.0005 * np.log2(depth / 4)  # almost every block counted: most cells agree on every seed
+
+
+@pytest.mark.parametrize("share_at, name", [(lambda depth: 0.9 - 0.2 * np.log2(depth / 4), "falling share"),
+                                            (_nearly_all, "share near 1")])
+def test_the_slope_of_a_share_covers_and_is_never_of_zero_width(share_at, name):
+    """The cell-means slope of a share floors its variance at the blocks' binomial variance: it covers the true
+    slope, also where the seeds of most cells count every block (conservative: the floor and the scatter of the
+    cell means each bound the same variance, the larger is used)."""
+    target = _cell_means_slope(share_at)
+    slopes = [fit_trend(AXIS, y, blocks=blocks).slope for y, blocks in _share_slope_studies(share_at, 10)]
+    assert all(s.high > s.low for s in slopes)
+    assert_coverage([s.low <= target <= s.high for s in slopes], f"slope of a {name}", at_least=True)
+
+
+def test_negative_control_the_slope_of_a_share_without_its_blocks_undercovers_near_1():
+    target = _cell_means_slope(_nearly_all)
+    slopes = [fit_trend(AXIS, y).slope for y, _ in _share_slope_studies(_nearly_all, 10)]
+    with pytest.raises(AssertionError, match="coverage"):
+        assert_coverage([s.low <= target <= s.high for s in slopes], "slope of a share, no floor", at_least=True)
+
+
+def test_seeds_that_agree_on_a_line_of_shares_leave_an_interval_of_nonzero_width():
+    """Every seed counts 4/4, 7/8, 12/16, 20/32, 32/64 blocks: cell means exactly on a line in log depth. The
+    line's residual scatter is 0; the blocks' binomial variance is not (without it: [b, b] and p = 0, up to
+    rounding)."""
+    shares = np.repeat([4 / 4, 7 / 8, 12 / 16, 20 / 32, 32 / 64], SEEDS)  # (15,)
+    floored, plain = fit_trend(AXIS, shares, blocks=AXIS), fit_trend(AXIS, shares)
+    blocks = SEEDS * DEPTHS  # (5,) blocks per cell
+    share = (np.array([1, 7 / 8, 12 / 16, 20 / 32, 32 / 64]) * blocks + 2) / (blocks + 4)  # (5,) Agresti-Coull
+    weights = (np.log(DEPTHS) - np.log(DEPTHS).mean()) / ((np.log(DEPTHS) - np.log(DEPTHS).mean()) ** 2).sum()
+    half = stats.norm.ppf(0.975) * math.sqrt(float(weights**2 @ (share * (1 - share) / blocks)))
+    assert floored.method == "line" and floored.p_value > 0, floored
+    assert floored.slope.high - floored.slope.estimate == pytest.approx(half, rel=1e-9), (floored.slope, half)
+    assert plain.slope.high - plain.slope.low < 1e-12 and plain.p_value < 1e-20, plain  # 0 up to rounding

@@ -60,7 +60,7 @@ def tuned(tmp_path_factory):
 def test_the_grid_tunes_on_its_seed_at_the_full_length_then_every_seed_trains_at_the_chosen_rate(tuned):
     study, out, report = tuned
     assert study.tuned and study.stability == (6, 12) and study.tune_seeds == (1,)
-    tuning = tuning_points(study)
+    tuning = tuning_points(study, out)
     assert len(tuning) == 2 * 2 * 2 and {p.seed for p in tuning} == {1}, "2 schemes x 2 depths x 2 rates, seed 1"
     assert {p.options["steps"] for p in tuning} == {12}
     resolved = resolve_tuning(study, out)
@@ -135,3 +135,42 @@ def test_the_export_ships_the_tuning_models_and_counts_them(tuned, tmp_path):
     assert (dest / "tuned" / "tuning.csv").is_file()
     again = read_study(dest, "tuned")
     assert len(again.points) == len(resolve_tuning(load_study(dest / "tuned" / "spec.toml"), dest).sweep.points)
+
+
+@pytest.mark.parametrize("beyond", ["[3e-3]", "[1e-2, 3e-2]", "[-1.0]", "0.1"])
+def test_rates_beyond_the_grid_must_lie_outside_it(tmp_path, capsys, beyond):
+    (tmp_path / "bad.toml").write_text(SPEC + f"tune_lr_beyond = {beyond}\n")
+    with pytest.raises(SystemExit) as stop:
+        study_main([str(tmp_path / "bad.toml"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and "study.tune_lr_beyond" in err[0], err
+    assert "below 0.001 or above 0.01" in err[0] and not (tmp_path / "out").exists(), err
+
+
+def test_a_cell_whose_best_rate_is_at_an_edge_goes_on_past_it(tmp_path):
+    """Pre-LN at two depths, a grid of two rates and three beyond it: each cell tries the next rate past an
+    edge only while its best so far is that edge, every seed then trains at the rate it chose, and the
+    report shows the rates a cell did not reach as "not tried"."""
+    spec = (SPEC.replace('scheme = ["pre", "lns"]', 'scheme = ["pre"]').replace("stability = 0.5\n", "")
+            + "tune_lr_beyond = [1e-4, 3e-2, 1e-1]\n")
+    (tmp_path / "edge.toml").write_text(spec)
+    out = tmp_path / "out"
+    assert study_main([str(tmp_path / "edge.toml"), "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    table = pd.read_csv(out / "tuned" / "tuning.csv")
+    for depth, cell in table.groupby("depth"):
+        losses = dict(zip(cell["lr"], cell["val_loss"]))
+        assert set(losses) >= {1e-3, 1e-2} and cell["status"].eq("ok").all(), cell
+        for rate in sorted(set(losses) - {1e-3, 1e-2}):  # each rate past the grid: the best before it at the edge
+            before = {r: v for r, v in losses.items() if (r < rate if rate > 1e-2 else r > rate)}
+            edge = max(before) if rate > 1e-2 else min(before)
+            assert min(before, key=before.get) == edge, (rate, before)
+        best = min(losses, key=losses.get)
+        upward = best >= 1e-2
+        further = [r for r in (1e-4, 3e-2, 1e-1) if r not in losses and (r > best if upward else r < best)]
+        assert not (further and best == (max(losses) if upward else min(losses))), (best, losses, further)
+        assert cell.loc[cell["chosen"], "lr"].tolist() == [best], cell
+    results = read_study(out, "tuned")
+    chosen = table[table["chosen"]].set_index("depth")["lr"]
+    assert len(results.points) == 2 * 2 and all(math.isclose(row.lr, chosen[row.depth])
+                                                for row in results.points.itertuples()), results.points
+    assert ("not tried" in (out / "tuned" / "study.md").read_text()) == (len(table) < 2 * 5)
