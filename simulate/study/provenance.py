@@ -18,6 +18,7 @@ import platform
 from pathlib import Path
 
 from simulate.study.analysis import distinct_models
+from simulate.study.headline import headline_section
 from simulate.study.tuning import planned_points
 from theory.files import atomic_write
 
@@ -106,6 +107,7 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         "## Models per cell (finished / planned)", "",
         *(_cell_line(study.name, _study_cells(study, per_study[study.name], planned[study.name][1]))
           for study in studies), "",
+        *(line for study in studies for line in headline_section(folder, study)),
         "## To go on", "",
         "The points here are finished models: copy them into a study directory and run the same command; only "
         "the pending models train, then export again:", "",

@@ -133,6 +133,16 @@ def test_the_export_ships_the_tuning_models_and_counts_them(tuned, tmp_path):
     assert len(list((dest / "points").glob("*.parquet"))) == 20
     assert "**20 of the 20 models**" in (dest / "README.md").read_text()
     assert (dest / "tuned" / "tuning.csv").is_file()
+    readme = (dest / "README.md").read_text()
+    headline = readme[readme.index("## Headline answers of `tuned`"):readme.index("## To go on")]
+    chosen = pd.read_csv(dest / "tuned" / "tuning.csv").query("chosen")
+    for depth in (2, 4):  # each depth's loss row names both schemes' chosen rates and one of the three answers
+        rates = [f"{chosen[(chosen['scheme'] == s) & (chosen['depth'] == depth)]['lr'].iloc[0]:g}"
+                 for s in ("lns", "pre")]
+        row = next(line for line in headline.splitlines() if line.startswith(f"| {depth} | ") and "/" in line)
+        assert any(answer in row for answer in ("LNS lower", "LNS higher", "no difference resolved")), row
+        assert all(rate in row.split("|")[-2] for rate in rates) and "(at the edge)" in row, (row, rates)
+    assert "### 2. Are deep Pre-LN blocks" in headline and "### 3. Is the trained variance growth" in headline
     again = read_study(dest, "tuned")
     assert len(again.points) == len(resolve_tuning(load_study(dest / "tuned" / "spec.toml"), dest).sweep.points)
 
