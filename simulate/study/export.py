@@ -7,6 +7,12 @@ given, so a study folder holding only copied points exports too); then the repor
 written again from the copy (:func:`simulate.study.report.write_reports`), so that they are
 exactly what the copy gives. The run directories (weights, checkpoints, scores' CSVs) stay
 behind. ``results/atlas`` is such a copy.
+
+A tuned study ships every finished model of its grid but those superseded
+(:func:`simulate.study.tuning.unplanned_points`): a model trained at a rate its cell no longer
+chooses (the cell went on past its grid's edge and chose there) is not shipped, and its file is
+removed from an earlier copy; it stays in the study directory. A cell still tuning keeps its
+models, whichever rate it will choose.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ import shutil
 from pathlib import Path
 
 from simulate.study.runner import write_specs
-from simulate.sweep.store import POINTS_DIR, SUMMARY, encode_point, finished_records, read_point, write_point
+from simulate.study.tuning import unplanned_points
+from simulate.sweep.store import (POINTS_DIR, SUMMARY, encode_point, finished_records, point_path, read_point,
+                                  write_point)
 
 __all__ = ["export_study_points"]
 
@@ -23,8 +31,14 @@ __all__ = ["export_study_points"]
 def export_study_points(studies, out, dest) -> int:
     """Copy the finished points of ``studies`` in ``out`` compactly to ``dest`` (module docstring); how many."""
     out, dest = Path(out), Path(dest)
-    keys = sorted({p.key for study in studies for p in (study.candidates or study.sweep).points})  # tuning too
-    records = finished_records(out, keys)
+    keys, superseded = set(), set()
+    for study in studies:  # a model one study superseded and another keeps is shipped
+        dropped = {p.key for p in unplanned_points(study, out)[0]}
+        keys |= {p.key for p in (study.candidates or study.sweep).points} - dropped
+        superseded |= dropped
+    for key in superseded - keys:
+        point_path(dest, key).unlink(missing_ok=True)
+    records = finished_records(out, sorted(keys))
     for key in records:
         record, table = read_point(out, key)
         compact = table.astype({"value": "float32", "sem": "float32"})

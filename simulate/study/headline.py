@@ -118,10 +118,13 @@ def _growth_rows(levels: pd.DataFrame) -> list[str]:
 
 def headline_section(folder, study) -> list[str]:
     """Markdown lines answering the three questions (module docstring) from ``folder/NAME``'s reports; empty
-    for a study that does not run along depth."""
+    for a study that does not run along depth or has no reports yet."""
     if "depth" not in study.axes:
         return []
-    results = read_study(folder, study.name)
+    try:
+        results = read_study(folder, study.name)
+    except FileNotFoundError:
+        return []
     levels, trends = _full_length(results.levels), _full_length(results.trends)
     parts = [_loss_rows(levels, trends, _rates(Path(folder) / study.name)), _deep_rows(levels, trends),
              _growth_rows(levels)]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from simulate.study.analysis import distinct_models
 from simulate.study.headline import headline_section
-from simulate.study.tuning import planned_points
+from simulate.study.tuning import planned_points, unplanned_points
 from theory.files import atomic_write
 
 __all__ = ["README", "results_readme", "write_results_readme"]
@@ -68,6 +68,7 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         study.sweep, points=tuple(planned[study.name][0]))) for study in studies], Path(folder))
     per_study = {study.name: [distinct[p.key] for p in planned[study.name][0]] for study in studies}
     unknown = sum(count for _, count in planned.values())
+    provisional = len({p.key for study in studies for p in unplanned_points(study, folder)[1]} - set(distinct))
     records = [m.record for m in distinct.values() if m.status != "pending"]
     ok = sum(r["status"] == "ok" for r in records)
     headlines = [r.get("headline") or {} for r in records]
@@ -86,7 +87,8 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         f"{len(distinct) + unknown - len(records)} are pending, and every report, trend and figure says so. A model "
         "shared by two studies is counted once"
         + (f"; {unknown} of the pending models train at a learning rate still being tuned" if unknown else "")
-        + ".", "",
+        + (f"; {provisional} more models here belong to cells still tuning, trained at a rate the cell may not "
+           "keep" if provisional else "") + ".", "",
         "What is here: each study's spec as it ran (`NAME/spec.toml`), its reports (`study.md`, `levels.csv`, "
         "`trends.csv`, `points.parquet`), the variance laws (`extrapolation.md`, `.csv`) when a study runs along "
         "depth, `summary.csv` when the last run reached its end, and one long table per model "

@@ -39,7 +39,7 @@ import pandas as pd
 from simulate.sweep.store import finished_records
 
 __all__ = ["DIVERGED_LOSS", "tuning_cell", "tuning_points", "choose_rate", "reached_rates", "tuning_table",
-           "resolve_tuning", "planned_points", "resolve_studies"]
+           "resolve_tuning", "planned_points", "unplanned_points", "resolve_studies"]
 
 DIVERGED_LOSS = math.log(256)  # nats/byte of the uniform guess over bytes: a model above it learned nothing
 
@@ -175,6 +175,24 @@ def planned_points(study, out) -> tuple[list, int]:
     per_cell = len({(p.seed, p.options["steps"]) for p in (study.candidates or study.sweep).points}) \
         - len(study.tune_seeds)
     return list(known.values()), per_cell * len(cells - chosen_cells)
+
+
+def unplanned_points(study, out) -> tuple[list, list]:
+    """``(superseded, waiting)``: the finished models in ``out`` of a tuned study's grid that are neither tuning
+    models its cells reached nor at a chosen rate, split by their cell: one that chose another rate (a model
+    trained before the cell went on past its grid's edge and chose there), or one still tuning (its rate may
+    yet be kept)."""
+    if not study.tuned:
+        return [], []
+    cells, reached = _cells(study, out)
+    chosen = {cell: _choice(rates) for cell, rates in cells.items()}
+    candidates = study.candidates or study.sweep
+    known = {p.key for p in reached} | {p.key for p in candidates.points
+                                        if chosen[tuning_cell(study, p)][0] == p.setting.lr}
+    finished = finished_records(out, [p.key for p in candidates.points if p.key not in known])
+    rest = [p for p in candidates.points if p.key in finished]
+    waiting = [p for p in rest if chosen[tuning_cell(study, p)][2] == "pending"]
+    return [p for p in rest if chosen[tuning_cell(study, p)][2] != "pending"], waiting
 
 
 def resolve_studies(studies, out) -> list:

@@ -15,7 +15,7 @@ import pytest
 from simulate.study import load_study, read_study, run_studies, write_reports
 from simulate.study.cli import main as study_main
 from simulate.study.spec import StudyError, parse_study
-from simulate.study.tuning import DIVERGED_LOSS, choose_rate, resolve_tuning, tuning_points
+from simulate.study.tuning import DIVERGED_LOSS, choose_rate, resolve_tuning, tuning_points, unplanned_points
 
 SPEC = """
 name = "tuned"
@@ -184,3 +184,26 @@ def test_a_cell_whose_best_rate_is_at_an_edge_goes_on_past_it(tmp_path):
     assert len(results.points) == 2 * 2 and all(math.isclose(row.lr, chosen[row.depth])
                                                 for row in results.points.itertuples()), results.points
     assert ("not tried" in (out / "tuned" / "study.md").read_text()) == (len(table) < 2 * 5)
+
+
+def test_a_model_whose_cell_chose_past_the_edge_is_not_shipped(tmp_path):
+    """A study tuned over 1e-3 and 1e-2 (both cells choose 1e-2, their edge, at 12 steps) is exported; then
+    3e-2 is allowed past the edge, both cells choose it, and the export drops the seed-0 models at 1e-2 (no
+    longer the study's) from the earlier copy, keeping every tuning model."""
+    spec = SPEC.replace('scheme = ["pre", "lns"]', 'scheme = ["pre"]').replace("stability = 0.5\n", "")
+    out, dest = tmp_path / "out", tmp_path / "shipped"
+    (tmp_path / "tuned.toml").write_text(spec)
+    command = [str(tmp_path / "tuned.toml"), "--out", str(out), "--workers", "1", "--no-progress"]
+    assert study_main([*command, "--export", str(dest)]) == 0
+    first = {path.stem for path in (dest / "points").glob("*.parquet")}
+    (tmp_path / "tuned.toml").write_text(spec + "tune_lr_beyond = [3e-2]\n")
+    assert study_main([*command, "--export", str(dest)]) == 0
+    table = pd.read_csv(dest / "tuned" / "tuning.csv")
+    assert table.loc[table["chosen"], "lr"].tolist() == [3e-2, 3e-2], table
+    study = resolve_tuning(load_study(tmp_path / "tuned.toml"), out)
+    superseded, waiting = unplanned_points(study, out)
+    assert {(p.seed, p.setting.lr) for p in superseded} == {(0, 1e-2)} and len(superseded) == 2 and not waiting
+    shipped = {path.stem for path in (dest / "points").glob("*.parquet")}
+    assert len(first) == 2 * 3 and shipped == first - {p.key for p in superseded} | {
+        p.key for p in study.sweep.points} | {p.key for p in tuning_points(study, out)}, (first, shipped)
+    assert len(shipped) == 2 * 4 and "**8 of the 8 models**" in (dest / "README.md").read_text()
