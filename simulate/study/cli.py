@@ -7,7 +7,8 @@ written), runs the models that have no point in ``DIR`` yet (each distinct model
 (:mod:`simulate.study.extrapolation_report`). ``--report-only`` rebuilds the reports from
 the points on disk without training anything; ``--export DEST`` also writes a copy without
 weights, small enough to commit (:mod:`simulate.study.export`), with its own reports and a
-``README.md`` (:mod:`simulate.study.provenance`). Engine flags are the sweep's. An interrupt
+``README.md`` (:mod:`simulate.study.provenance`); ``--compare OLD`` beside it lists the verdicts
+that changed from OLD's reports (:mod:`simulate.study.changes`). Engine flags are the sweep's. An interrupt
 keeps the finished points and exits 130/143; re-running the same command resumes (an
 interrupted training resumes from its last checkpoint).
 """
@@ -42,6 +43,9 @@ def build_parser() -> CliParser:
     parser.add_argument("--export", default=None, metavar="DEST",
                         help="also copy DIR without its weights to DEST (points in float32, zstd) and write the "
                              "reports there: a results folder to commit")
+    parser.add_argument("--compare", default=None, metavar="OLD",
+                        help="with --export: also write DEST/changes-from-OLD.md, every verdict that changed from "
+                             "the same studies' reports in the folder OLD (simulate.study.changes)")
     return parser
 
 
@@ -54,6 +58,19 @@ def _load(paths) -> list:
     except StudyError as error:
         fail(PROG, str(error))
     return studies
+
+
+def _check_compare(old: str, dest, studies) -> None:
+    """``--compare OLD`` needs ``--export`` and OLD's reports of every study: else one line, exit 2."""
+    from simulate.study.report import REPORT_FILES
+
+    if dest is None:
+        fail(PROG, "--compare is allowed only with --export DEST (the changes are written beside the copy)")
+    for study in studies:
+        missing = [name for name in REPORT_FILES if not (Path(old) / study.name / name).is_file()]
+        if missing:
+            fail(PROG, f"--compare {old} is not allowed: it has no {study.name}/{missing[0]} (a folder of the "
+                       "same studies' reports, as --export writes)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     dest = output_path(PROG, args.export, directory=True) if args.export is not None else None
     if dest is not None and dest.resolve() == Path(args.out).resolve():
         fail(PROG, f"--export {dest} is not allowed: the copy needs a directory other than --out")
+    if args.compare is not None:
+        _check_compare(args.compare, dest, studies)
     if args.report_only:
         out = output_path(PROG, args.out, directory=True)
     else:
@@ -95,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         _write_reports(studies, dest, command)
         readme = write_results_readme(studies, args.export, args.specs, args.out, command)
         print(f"what the copy holds and how to go on -> {readme}")
+        if args.compare is not None:
+            from simulate.study.changes import write_changes
+
+            for study in studies:
+                print(f"verdicts changed from {args.compare} -> {write_changes(args.compare, dest, study)}")
     return 0
 
 

@@ -7,6 +7,7 @@ on one tuning seed, then both seeds at each cell's chosen rate, each also for 6 
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -207,3 +208,36 @@ def test_a_model_whose_cell_chose_past_the_edge_is_not_shipped(tmp_path):
     assert len(first) == 2 * 3 and shipped == first - {p.key for p in superseded} | {
         p.key for p in study.sweep.points} | {p.key for p in tuning_points(study, out)}, (first, shipped)
     assert len(shipped) == 2 * 4 and "**8 of the 8 models**" in (dest / "README.md").read_text()
+
+
+def test_compare_needs_export_and_the_old_reports(tuned, tmp_path, capsys):
+    _, out, _ = tuned
+    spec = str(Path(out).parent / "tuned.toml")
+    for extra, words in (([], "--compare is allowed only with --export"),
+                         (["--export", str(tmp_path / "copy")], "it has no tuned/points.parquet")):
+        with pytest.raises(SystemExit) as stop:
+            study_main([spec, "--out", str(out), "--report-only", "--compare", str(tmp_path / "old"), *extra])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and len(err) == 1 and words in err[0], err
+    assert not (tmp_path / "copy").exists()
+
+
+def test_compare_lists_the_verdicts_that_changed(tuned, tmp_path):
+    """The study against itself changes nothing; against a copy whose verdicts were all set to "violated",
+    every judged verdict at the full length is listed, old -> new."""
+    _, out, _ = tuned
+    spec = str(Path(out).parent / "tuned.toml")
+    old = tmp_path / "old"
+    shutil.copytree(Path(out) / "tuned", old / "tuned")
+    assert study_main([spec, "--out", str(out), "--report-only", "--export", str(tmp_path / "same"),
+                       "--compare", str(old)]) == 0
+    text = (tmp_path / "same" / "changes-from-old.md").read_text()
+    assert "0 of " in text.split("## Trends")[0] and "| claim |" not in text, text
+    levels = pd.read_csv(old / "tuned" / "levels.csv")
+    judged = levels["verdict"].isin(["holds", "inconclusive"]) & (levels["steps"] == 12)
+    levels.loc[levels["verdict"].isin(["holds", "inconclusive"]), "verdict"] = "violated"
+    levels.to_csv(old / "tuned" / "levels.csv", index=False)
+    assert study_main([spec, "--out", str(out), "--report-only", "--export", str(tmp_path / "new"),
+                       "--compare", str(old)]) == 0
+    text = (tmp_path / "new" / "changes-from-old.md").read_text().split("## Trends")[0]
+    assert f"{judged.sum()} of " in text and text.count("| violated |") == judged.sum() > 0, text

@@ -1,0 +1,86 @@
+"""Which verdicts of a study changed between two runs of it: ``--compare OLD`` beside ``--export``.
+
+The same study (by name) run twice, for example the 400-step atlas and the atlas re-run at ten
+times the tokens with tuned rates, answers the same claims at the cells they share. A level
+verdict is matched on its claim, statistic, scheme and axis values; a trend verdict on its
+claim, statistic, scheme and axis; each at the full length of its run (a stability study's
+longest ``steps``), since that is the verdict a run reports. ``DEST/changes-from-OLD.md`` lists
+every matched verdict that differs (old -> new) with both estimates and the models each rests
+on, and counts those that stayed; the cells only one run has are counted apart. A trend compares
+the runs' own axis ranges, which may differ (the 400-step atlas's depths reach 64, the re-run's
+32).
+
+>>> old = pd.DataFrame({"claim": ["c"], "statistic": ["s"], "scheme": ["pre"], "depth": [4], "verdict": ["holds"],
+...                     "mean": [1.0], "n": [3]})
+>>> new = old.assign(verdict="inconclusive", mean=0.2, steps=4000)
+>>> level_changes(old, new, ["depth"])[["old", "new"]].values.tolist()
+[['holds', 'inconclusive']]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from simulate.study.report import read_study
+from theory.cli import markdown_table
+from theory.files import write_text_atomic
+
+__all__ = ["level_changes", "trend_changes", "write_changes"]
+
+_JUDGED = ("holds", "violated", "inconclusive")
+
+
+def _full_length(table: pd.DataFrame) -> pd.DataFrame:
+    if "steps" not in table or table["steps"].isna().all():
+        return table.drop(columns="steps", errors="ignore")
+    return table[table["steps"] == table["steps"].max()].drop(columns="steps")
+
+
+def _changes(old: pd.DataFrame, new: pd.DataFrame, keys: list[str], estimate: str) -> pd.DataFrame:
+    """The matched rows (on ``keys``) of two verdict tables: ``keys``, ``old``, ``new`` verdicts and estimates."""
+    columns = [*keys, "verdict", estimate, "n"]
+    old, new = (_full_length(table)[columns].drop_duplicates(keys) for table in (old, new))
+    merged = old.merge(new, on=keys, how="outer", suffixes=("_old", "_new"), indicator=True)
+    return merged.rename(columns={"verdict_old": "old", "verdict_new": "new", f"{estimate}_old": "estimate_old",
+                                  f"{estimate}_new": "estimate_new", "n_old": "models_old", "n_new": "models_new"})
+
+
+def level_changes(old: pd.DataFrame, new: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
+    """Level verdicts of two runs matched per claim, statistic, scheme and the values of ``axes``."""
+    return _changes(old, new, ["claim", "statistic", "scheme", *axes], "mean")
+
+
+def trend_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """Trend verdicts of two runs matched per claim, statistic, scheme and axis (the first group of each)."""
+    return _changes(old, new, ["claim", "statistic", "scheme", "axis"], "slope")
+
+
+def _section(title: str, table: pd.DataFrame, keys: list[str]) -> list[str]:
+    both = table[table["_merge"] == "both"]
+    judged = both[both["old"].isin(_JUDGED) | both["new"].isin(_JUDGED)]
+    changed = judged[judged["old"] != judged["new"]]
+    only_old, only_new = (table["_merge"] == "left_only").sum(), (table["_merge"] == "right_only").sum()
+    shown = changed[[*keys, "old", "new", "estimate_old", "estimate_new", "models_old", "models_new"]].copy()
+    for column in ("estimate_old", "estimate_new", "models_old", "models_new"):
+        shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3g}")
+    return [f"## {title}", "", f"{len(changed)} of {len(judged)} verdicts matched in both runs changed; "
+            f"{len(judged) - len(changed)} stayed; {only_old} only in the old run, {only_new} only in the new.", "",
+            *([markdown_table(shown), ""] if len(shown) else [])]
+
+
+def write_changes(old_folder, new_folder, study) -> Path:
+    """Write ``new_folder/changes-from-OLD.md`` (module docstring) for ``study``, read from both folders'
+    reports; its path. FileNotFoundError naming the file when the old run has no report of that study."""
+    old, new = read_study(old_folder, study.name), read_study(new_folder, study.name)
+    axes = [f for f in study.axes if f in old.levels and f in new.levels]
+    levels = level_changes(old.levels, new.levels, axes)
+    trends = trend_changes(old.trends, new.trends)
+    lines = [f"# Verdicts of `{study.name}` that changed from `{old_folder}` to `{new_folder}`", "",
+             "Each run at its full length (a stability study's longest training); docs/studies.md#comparing-two-runs.",
+             "", *_section("Levels", levels, ["claim", "statistic", "scheme", *axes]),
+             *_section("Trends", trends, ["claim", "statistic", "scheme", "axis"])]
+    path = Path(new_folder) / f"changes-from-{Path(old_folder).name}.md"
+    write_text_atomic(path, "\n".join(lines))
+    return path
