@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulate.study.report import read_study
+from simulate.study.report import at_full_length, read_study
 from theory.cli import markdown_table
 from theory.files import write_text_atomic
 
@@ -32,16 +32,10 @@ __all__ = ["level_changes", "trend_changes", "write_changes"]
 _JUDGED = ("holds", "violated", "inconclusive")
 
 
-def _full_length(table: pd.DataFrame) -> pd.DataFrame:
-    if "steps" not in table or table["steps"].isna().all():
-        return table.drop(columns="steps", errors="ignore")
-    return table[table["steps"] == table["steps"].max()].drop(columns="steps")
-
-
 def _changes(old: pd.DataFrame, new: pd.DataFrame, keys: list[str], estimate: str) -> pd.DataFrame:
     """The matched rows (on ``keys``) of two verdict tables: ``keys``, ``old``, ``new`` verdicts and estimates."""
     columns = [*keys, "verdict", estimate, "n"]
-    old, new = (_full_length(table)[columns].drop_duplicates(keys) for table in (old, new))
+    old, new = (at_full_length(table)[columns].drop_duplicates(keys) for table in (old, new))
     merged = old.merge(new, on=keys, how="outer", suffixes=("_old", "_new"), indicator=True)
     return merged.rename(columns={"verdict_old": "old", "verdict_new": "new", f"{estimate}_old": "estimate_old",
                                   f"{estimate}_new": "estimate_new", "n_old": "models_old", "n_new": "models_new"})

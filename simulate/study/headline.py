@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulate.study.report import read_study
+from simulate.study.report import at_full_length, read_study
 from theory.cli import markdown_table
 
 __all__ = ["headline_section"]
@@ -52,13 +52,6 @@ def _interval(row) -> str:
 
 def _stability(row) -> str:
     return row.stability if isinstance(row.stability, str) and row.stability else "not compared"
-
-
-def _full_length(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows at the study's full length (the longest ``steps``; all rows without that column)."""
-    if "steps" not in table or table["steps"].isna().all():
-        return table
-    return table[table["steps"] == table["steps"].max()]
 
 
 def _rates(folder: Path) -> dict[tuple[str, int], str]:
@@ -125,7 +118,7 @@ def headline_section(folder, study) -> list[str]:
         results = read_study(folder, study.name)
     except FileNotFoundError:
         return []
-    levels, trends = _full_length(results.levels), _full_length(results.trends)
+    levels, trends = at_full_length(results.levels), at_full_length(results.trends)
     parts = [_loss_rows(levels, trends, _rates(Path(folder) / study.name)), _deep_rows(levels, trends),
              _growth_rows(levels)]
     body = [line for part in parts if part for line in [*part, ""]]

@@ -23,8 +23,8 @@ from simulate.study.analysis import levels_table, load_models, points_table, tre
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 
-__all__ = ["EPOCH_WARNING", "REPORT_FILES", "Written", "StudyResults", "write_reports", "read_study",
-           "study_markdown"]
+__all__ = ["EPOCH_WARNING", "REPORT_FILES", "Written", "StudyResults", "write_reports", "at_full_length",
+           "read_study", "study_markdown"]
 
 EPOCH_WARNING = 2.0
 REPORT_FILES = ("points.parquet", "levels.csv", "trends.csv", "study.md")
@@ -232,6 +232,14 @@ def write_reports(study, out, command: str | None = None) -> Written:
     atomic_write(folder / "trends.csv", lambda temp: trends.to_csv(temp, index=False))
     write_text_atomic(folder / "study.md", study_markdown(study, points, levels, trends, command, tuning))
     return Written(folder, int((points["status"] == "ok").sum()), len(trends), len(_warnings(points)))
+
+
+def at_full_length(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a report table at the study's full length (its longest ``steps``; every row of a study
+    without that column): the verdicts a run reports, a stability study's shorter twins apart."""
+    if "steps" not in table or table["steps"].isna().all():
+        return table
+    return table[table["steps"] == table["steps"].max()]
 
 
 def read_study(out, name: str) -> StudyResults:
