@@ -55,7 +55,7 @@ def _stability(row) -> str:
 
 
 def _rates(folder: Path) -> dict[tuple[str, int], str]:
-    """``(scheme, depth) -> "3e-3"`` (with ", at the edge") from ``tuning.csv``; empty for an untuned study."""
+    """``(scheme, depth) -> "0.003"`` (with " (at the edge)") from ``tuning.csv``; empty for an untuned study."""
     path = folder / "tuning.csv"
     if not path.is_file():
         return {}
@@ -72,8 +72,7 @@ def _loss_rows(levels: pd.DataFrame, trends: pd.DataFrame, rates: dict) -> list[
     trend = trends[(trends["claim"] == LOSS) & (trends["axis"] == "depth")]
     where = (trend["crossing_note"].iloc[0] or "no sign change tested") if len(trend) else "no trend"
     return (["### 1. Does LNS reach a lower held-out loss than Pre-LN, and where does the difference change "
-             "sign?", "", markdown_table(pd.DataFrame(rows)) if rows else "No model yet.", "",
-             f"Along depth: {where}."] if rows else [])
+             "sign?", "", markdown_table(pd.DataFrame(rows)), "", f"Along depth: {where}."] if rows else [])
 
 
 def _deep_rows(levels: pd.DataFrame, trends: pd.DataFrame) -> list[str]:
@@ -90,8 +89,8 @@ def _deep_rows(levels: pd.DataFrame, trends: pd.DataFrame) -> list[str]:
         answer = {"holds": "yes: the ratio falls with depth", "violated": "no: the ratio rises with depth"}.get(
             t.verdict, f"not resolved ({t.verdict})")
         line = (f"As depth grows: **{answer}** (slope per e-fold of depth {t.slope:.3g} [{t.low:.3g}, {t.high:.3g}], "
-                f"verdict from the {t.method}, Holm-adjusted p {t.p_adjusted:.2g}; {int(t.n)} models; "
-                f"{_stability(t)}).")
+                f"verdict from the {t.method}" + (f", adjusted p {t.p_adjusted:.2g}" if pd.notna(t.p_adjusted) else "")
+                + f"; {int(t.n)} models; {_stability(t)}).")
     return ["### 2. Are deep Pre-LN blocks relatively less useful than shallow ones as depth grows?", "",
             markdown_table(pd.DataFrame(rows)), "", line]
 
