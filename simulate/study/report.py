@@ -93,8 +93,8 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
         beyond = f" (and {', '.join(f'{v:g}' for v in study.tune_lr_beyond)} past an edge where a cell's best was " \
                  "at it)" if study.tune_lr_beyond else ""
         lines.append(f"- Learning rate: tuned per scheme and cell over {', '.join(f'{v:g}' for v in study.tune_lr)}"
-                     f"{beyond} on seed{'s' * (len(study.tune_seeds) > 1)} {', '.join(map(str, study.tune_seeds))} (lowest mean "
-                     "held-out loss), then trained on every seed; the claims are judged at the chosen rates "
+                     f"{beyond} on seed{'s' * (len(study.tune_seeds) > 1)} {', '.join(map(str, study.tune_seeds))} "
+                     "(lowest mean held-out loss), then trained on every seed; the claims are judged at the chosen rates "
                      "(section \"Tuned learning rates\", tuning.csv)")
     if study.stability:
         lines.append(f"- Stability: every model is also trained for {study.stability[0]} of the {study.stability[1]} "

@@ -41,8 +41,8 @@ next of these rates past that edge, one at a time (:func:`simulate.study.tuning.
 Bad input raises :class:`StudyError` (one line naming the key): an unknown key, axis or
 claim, an axis of one value, fewer than two seeds, a claim whose schemes the study does
 not train, a stability fraction outside (0, 1), a tuning grid of one value, a tuning seed
-the study does not train, a rate beyond the grid that is not outside it, a confidence outside (0, 1), an unknown multiplicity method, fewer than
-100 bootstrap resamples.
+the study does not train, a rate beyond the grid that is not outside it, a confidence outside
+(0, 1), an unknown multiplicity method, fewer than 100 bootstrap resamples.
 
 >>> study = parse_study({"setting": {"preset": "llama", "width": 16, "heads": 2, "tokens": 16},
 ...                      "axes": {"scheme": ["pre", "lns"], "depth": [2, 4]}, "seeds": 2,
