@@ -65,18 +65,20 @@ def point_cost(point) -> float:
     return float(forwards * s.tokens * per_token)
 
 
-def union_sweep(studies: list[Study], out: Path, order: str = "longest") -> Sweep:
-    """The distinct points of ``studies`` (by key) in ``order`` (:data:`ORDERS`), each with its run directory."""
+def union_sweep(studies: list[Study], out: Path, order: str = "longest", first=frozenset()) -> Sweep:
+    """The distinct points of ``studies`` (by key) in ``order`` (:data:`ORDERS`), those whose key is in ``first``
+    ahead of the others, each with its run directory."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
     points: dict[str, object] = {}
     for study in studies:
         for point in study.sweep.points:
             points.setdefault(point.key, point)
-    ordered = sorted(points.values(), key=point_cost, reverse=order == "longest")
+    sign = -1 if order == "longest" else 1
+    ordered = sorted(points.values(), key=lambda p: (p.key not in first, sign * point_cost(p)))
     fields = tuple(dict.fromkeys(f for study in studies for f in study.sweep.axis_fields))
     runs = Path(out) / RUNS_DIR
-    return Sweep("+".join(s.name for s in studies), "study",
+    return Sweep("+".join(dict.fromkeys(s.name for s in studies)), "study",
                  tuple(dataclasses.replace(p, index=i, workdir=str(runs / p.key)) for i, p in enumerate(ordered)),
                  fields)
 
@@ -94,9 +96,11 @@ def run_studies(studies: list[Study], out: str | Path, *, engine: str = "local",
                 order: str = "longest") -> SweepReport:
     """Run every point of ``studies`` that has no file in ``out`` yet (module docstring); the sweep's report.
 
-    A tuned study (:mod:`simulate.study.tuning`) runs in two stages: first the models that tune
-    its rate (again while a cell goes on past its grid's edge, :func:`~simulate.study.tuning.reached_rates`),
-    then every seed at each cell's chosen rate (the tuning models shared); the report adds them up.
+    A tuned study (:mod:`simulate.study.tuning`) runs in rounds: each trains the models that tune its
+    rate and that its cells have reached so far (a cell goes on past its grid's edge,
+    :func:`~simulate.study.tuning.reached_rates`) first, then every seed of the cells that have chosen
+    their rate (the tuning models shared), so that no worker waits for the last cell to choose; the
+    rounds end when one has nothing new. The report adds them up.
     """
     out = Path(out)
     check_names(studies)
@@ -105,21 +109,20 @@ def run_studies(studies: list[Study], out: str | Path, *, engine: str = "local",
                           retry_failed=retry_failed)
     if not any(study.tuned for study in studies):
         return run_sweep(union_sweep(studies, out, order), out, **engine_options)
-    reports, tuning = [], set()
-    while True:  # each round trains the rates the finished ones reached; none new: every cell has chosen
-        tuned = [dataclasses.replace(study, sweep=dataclasses.replace(study.sweep,
-                                                                      points=tuple(tuning_points(study, out))))
-                 for study in studies if study.tuned]
-        keys = {p.key for s in tuned for p in s.sweep.points}
-        if keys <= tuning:
+    reports, seen = [], set()
+    while True:
+        tuning = [dataclasses.replace(study, sweep=dataclasses.replace(study.sweep,
+                                                                       points=tuple(tuning_points(study, out))))
+                  for study in studies if study.tuned]
+        sweep = union_sweep([*tuning, *resolve_studies(studies, out)], out, order,
+                            first=frozenset(p.key for s in tuning for p in s.sweep.points))
+        keys = {p.key for p in sweep.points}
+        if reports and keys <= seen:
             break
-        reports.append(run_sweep(union_sweep(tuned, out, order), out, **engine_options))
-        tuning |= keys
-    resolved = resolve_studies(studies, out)
-    final = run_sweep(union_sweep(resolved, out, order), out, **engine_options)
-    shared = len(tuning & {p.key for s in resolved for p in s.sweep.points})
-    for report in reports:  # a model run in an earlier round is skipped by the later ones: counted once
-        final = dataclasses.replace(final, ran=final.ran + report.ran, failed=final.failed + report.failed,
-                                    lost=[*report.lost, *final.lost], seconds=final.seconds + report.seconds)
-    total = len(tuning) + final.total - shared
-    return dataclasses.replace(final, total=total, skipped=total - final.ran - len(final.lost))
+        reports.append(run_sweep(sweep, out, **engine_options))
+        seen |= keys
+    last = reports[-1]
+    ran, lost = sum(r.ran for r in reports), [point for r in reports for point in r.lost]
+    return dataclasses.replace(last, total=len(seen), skipped=len(seen) - ran - len(lost), ran=ran,
+                               failed=sum(r.failed for r in reports), lost=lost,
+                               seconds=sum(r.seconds for r in reports))

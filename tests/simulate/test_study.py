@@ -144,6 +144,10 @@ def test_the_union_runs_longest_or_cheapest_first(tmp_path):
     assert longest == sorted(longest, reverse=True) and cheapest == sorted(longest) and longest[0] > longest[-1]
     with pytest.raises(ValueError, match="order must be one of longest, cheapest"):
         union_sweep([study], tmp_path, "random")
+    points = union_sweep([study], tmp_path, "cheapest").points  # a tuned study's rounds: its tuning models first
+    first = {points[-1].key, points[-2].key}
+    ahead = union_sweep([study], tmp_path, "cheapest", first=first).points
+    assert [p.key for p in ahead] == [points[-2].key, points[-1].key, *(p.key for p in points[:-2])]
 
 
 def test_an_interrupted_training_resumes_to_the_same_model(tmp_path):
