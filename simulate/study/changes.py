@@ -4,7 +4,7 @@ The same study (by name) run twice, for example the 400-step atlas and the atlas
 times the tokens with tuned rates, answers the same claims at the cells they share. A level
 verdict is matched on its claim, statistic, scheme and axis values; a trend verdict on its
 claim, statistic, scheme and axis; each at the full length of its run (a stability study's
-longest ``steps``), since that is the verdict a run reports. ``DEST/changes-from-OLD.md`` lists
+longest ``steps``), since that is the verdict a run reports. ``DEST/changes-from-<name of OLD>`` (a Markdown file) lists
 every matched verdict that differs (old -> new) with both estimates and the models each rests
 on, and counts those that stayed; the cells only one run has are counted apart. A trend compares
 the runs' own axis ranges, which may differ (the 400-step atlas's depths reach 64, the re-run's
@@ -65,7 +65,7 @@ def _section(title: str, table: pd.DataFrame, keys: list[str]) -> list[str]:
 
 
 def write_changes(old_folder, new_folder, study) -> Path:
-    """Write ``new_folder/changes-from-OLD.md`` (module docstring) for ``study``, read from both folders'
+    """Write ``new_folder/changes-from-<name of old_folder>`` (module docstring) for ``study``, read from both folders'
     reports; its path. FileNotFoundError naming the file when the old run has no report of that study."""
     old, new = read_study(old_folder, study.name), read_study(new_folder, study.name)
     axes = [f for f in study.axes if f in old.levels and f in new.levels]

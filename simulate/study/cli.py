@@ -44,8 +44,9 @@ def build_parser() -> CliParser:
                         help="also copy DIR without its weights to DEST (points in float32, zstd) and write the "
                              "reports there: a results folder to commit")
     parser.add_argument("--compare", default=None, metavar="OLD",
-                        help="with --export: also write DEST/changes-from-OLD.md, every verdict that changed from "
-                             "the same studies' reports in the folder OLD (simulate.study.changes)")
+                        help="with --export: also write DEST/changes-from-NAME (NAME: the last part of OLD, with "
+                             ".md), every verdict that changed from the same studies' reports in the folder OLD "
+                             "(simulate.study.changes)")
     return parser
 
 
