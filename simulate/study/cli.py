@@ -43,6 +43,11 @@ def build_parser() -> CliParser:
     parser.add_argument("--export", default=None, metavar="DEST",
                         help="also copy DIR without its weights to DEST (points in float32, zstd) and write the "
                              "reports there: a results folder to commit")
+    parser.add_argument("--predict", type=int, nargs="+", default=None, metavar="DEPTH",
+                        help="train nothing: fit the laws across depth of the depth study on the models in DIR and "
+                             "write their predictions at these depths (outside the trained ones) to "
+                             "DIR/prediction-L<first DEPTH>.csv and .md, a file to commit before the models that test "
+                             "it train (simulate.study.preregistration)")
     parser.add_argument("--compare", default=None, metavar="OLD",
                         help="with --export: also write DEST/changes-from-NAME (NAME: the last part of OLD, with "
                              ".md), every verdict that changed from the same studies' reports in the folder OLD "
@@ -89,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         fail(PROG, f"--export {dest} is not allowed: the copy needs a directory other than --out")
     if args.compare is not None:
         _check_compare(args.compare, dest, studies)
+    if args.predict is not None:
+        return _predict(studies, args, argv)
     if args.report_only:
         out = output_path(PROG, args.out, directory=True)
     else:
@@ -123,6 +130,33 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _predict(studies, args, argv) -> int:
+    """``--predict``: the prediction file of the depth study among ``studies`` (one line and exit 2 without one,
+    for a depth inside the trained ones or with fewer than three trained depths; nothing written)."""
+    from simulate.study.across_depth import PredictionError
+    from simulate.study.preregistration import write_prediction
+    from simulate.study.tuning import resolve_studies
+
+    if args.export is not None or args.report_only:
+        fail(PROG, "--predict is allowed without --export and --report-only: it writes the prediction file alone")
+    study = next((s for s in studies if "depth" in s.axes), None)
+    if study is None:
+        fail(PROG, "--predict needs a study along depth ([study] axes = [\"depth\", ...])")
+    out = Path(args.out)
+    if not out.is_dir():
+        fail(PROG, f"--out {out} is not allowed with --predict: no such study directory (its points are fitted)")
+    bad = [depth for depth in args.predict if depth < 1]
+    if bad:
+        fail(PROG, f"--predict {bad[0]} is not allowed: a depth is a whole number of blocks >= 1")
+    try:
+        path = write_prediction(resolve_studies([study], out)[0], out, args.predict, " ".join([PROG, *argv]))
+    except PredictionError as error:
+        fail(PROG, str(error))
+    print(f"predictions at depth {', '.join(map(str, args.predict))} -> {path}, {path.with_suffix('.md')} "
+          "(commit them alone, before any model of these depths trains)")
+    return 0
+
+
 def _write_reports(studies, out, command: str) -> None:
     """Every study's reports in ``out``, then the variance laws when a study runs along depth."""
     from simulate.study.extrapolation_report import write_extrapolation
@@ -135,3 +169,8 @@ def _write_reports(studies, out, command: str) -> None:
     extrapolation = write_extrapolation(studies, out)
     if extrapolation is not None:
         print(f"variance laws, their extrapolation test and the papers' sizes -> {extrapolation}")
+    from simulate.study.preregistration import write_judgements
+
+    for judged in write_judgements(studies, out):
+        print(f"pre-registered {judged.name} judged -> {Path(out) / judged.name}-judged.md"
+              + (f" (not judged: {judged.problem})" if judged.problem else ""))

@@ -46,6 +46,7 @@ from simulate.runtime.interrupts import deferred_signals
 from simulate.sweep.spec import Point
 from simulate.sweep.store import encode_point, write_point
 from simulate.sweep.tasks import TASKS, PointFailed, task_modules
+from theory.files import write_text_atomic
 
 __all__ = ["ENGINES", "WorkerDied", "EngineError", "available_cores", "execute_point", "run_inline", "run_local",
            "run_ray"]
@@ -69,10 +70,28 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _record(point: Point, status: str, error: str | None, wall_s: float, device: str, headline: dict) -> dict:
+_STARTED = "started_at"  # in a point's workdir: when its first attempt started (kept across resumes)
+
+
+def _started_at(point: Point) -> str:
+    """When the point first started: now, or the time kept in its workdir by an earlier, interrupted attempt."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if point.workdir is None:
+        return now
+    marker = Path(point.workdir) / _STARTED
+    if marker.is_file():
+        return marker.read_text().strip()
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(marker, now + "\n")
+    return now
+
+
+def _record(point: Point, status: str, error: str | None, wall_s: float, device: str, headline: dict,
+            started_at: str) -> dict:
     return {"point": point.key, "index": point.index, "config": point.config(), "axes": point.axes,
             "status": status, "error": error, "wall_s": round(wall_s, 4), "device": device, "headline": headline,
-            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": os.uname().nodename}
+            "started_at": started_at, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "host": os.uname().nodename}
 
 
 def execute_point(point_data: dict) -> tuple[dict, bytes]:
@@ -84,7 +103,7 @@ def execute_point(point_data: dict) -> tuple[dict, bytes]:
     import pandas as pd
 
     point = Point.from_dict(point_data)
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), _started_at(point)
     try:
         outcome = TASKS[point.task].run(point)
         status, error, table, headline, device = "ok", None, outcome.table, outcome.headline, outcome.device
@@ -96,7 +115,7 @@ def execute_point(point_data: dict) -> tuple[dict, bytes]:
         last = traceback.extract_tb(failure.__traceback__)[-1:]
         if last:
             error += f" (at {Path(last[0].filename).name}:{last[0].lineno})"
-    record = _record(point, status, error, time.perf_counter() - started, device, headline)
+    record = _record(point, status, error, time.perf_counter() - started, device, headline, started_at)
     return record, encode_point(record, table)
 
 

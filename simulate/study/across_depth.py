@@ -1,0 +1,185 @@
+"""A depth study read across depth: each whole-model statistic against ``L``, a law fitted on the cells, and
+its predictions at depths no model was trained at.
+
+The subjects (:data:`SUBJECTS`) are the statistics P1 and P2 state as functions of depth:
+``var_last`` (``log var_L``, P1's ``sigma_L^2``) and ``var_growth`` (``log(var_L / var_1)``, the
+embedding's scale left out), each with a power law and an exponential in ``L``
+(:mod:`simulate.claims.depth_laws`); ``prune_log_ratio`` (deep over shallow pruning drop, P1 Theorem
+3.3) and ``val_loss`` of LNS minus Pre-LN (paired by seed; P1 Sec. 5), each as a line in ``log L``.
+
+A tuned study is read along two *lines* (:data:`LINES`), since its rate moves with depth:
+
+``fixed``
+    every model at one rate per scheme, the rate that scheme chose at the deepest tuned depth
+    (the tuning seeds train it at every depth, so every depth has at least one model there);
+``tuned``
+    every model at its own cell's chosen rate (depth and rate move together).
+
+An untuned study has one line, ``trained``. Each line is read at each training length the study
+trained (``steps``): laws are never pooled over lengths.
+
+:func:`prediction_table` fits every law on the finished cells and predicts each target depth, for one
+new model (the tuning seed's, which trains every rate of the grid, so the fixed line is tested whatever
+the new cell chooses) and for the mean of the study's seeds (tested where the new cell has them on that
+line); ``python -m simulate study ... --predict DEPTH ...`` writes it
+(:mod:`simulate.study.preregistration`).
+
+>>> [s.label for s in subjects(("pre", "lns"))][:3]
+['var_last pre', 'var_last lns', 'var_growth pre']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
+from simulate.study.analysis import load_models
+from simulate.study.tuning import tuning_table
+
+__all__ = ["LINES", "SUBJECTS", "PREDICTION_COLUMNS", "Subject", "PredictionError", "subjects", "line_rates",
+           "subject_samples", "prediction_table"]
+
+LINES = ("fixed", "tuned")  # a tuned study's lines (module docstring); an untuned study's one line: "trained"
+SUBJECTS = (("var_last", 1, ("power", "exponential")), ("var_growth", 1, ("power", "exponential")),
+            ("prune_log_ratio", 1, ("power",)), ("val_loss", 2, ("power",)))  # (statistic, schemes, laws)
+PREDICTION_COLUMNS = ("statistic", "scheme", "law", "form", "line", "lr", "lr_second", "steps", "depth", "models", "judged_on",
+                      "estimate", "low", "high", "confidence", "fitted_depths", "fitted_models", "slope", "slope_low",
+                      "slope_high", "lack_of_fit_p", "residual_sd", "within_sd")
+
+
+class PredictionError(ValueError):
+    """A prediction that cannot be made (a depth inside the fitted range, too few depths): one line."""
+
+
+class Subject(NamedTuple):
+    """A statistic read across depth: on one scheme, or the first scheme minus the second paired by seed."""
+
+    statistic: str
+    schemes: tuple[str, ...]
+    laws: tuple[str, ...]
+
+    @property
+    def scheme(self) -> str:
+        return "-".join(self.schemes)
+
+    @property
+    def label(self) -> str:
+        return f"{self.statistic} {self.scheme}"
+
+
+def subjects(schemes) -> list[Subject]:
+    """The subjects a study of ``schemes`` has (:data:`SUBJECTS`; LNS minus Pre-LN where it trains both)."""
+    found = []
+    for statistic, count, laws in SUBJECTS:
+        if count == 1:
+            found += [Subject(statistic, (scheme,), laws) for scheme in schemes]
+        elif {"lns", "pre"} <= set(schemes):
+            found.append(Subject(statistic, ("lns", "pre"), laws))
+    return found
+
+
+def line_rates(study, out) -> dict[str, dict[str, float]]:
+    """``{line: {scheme: rate}}`` of the fixed line (the rate each scheme chose at its deepest tuned depth); an
+    untuned study's one line holds no rate."""
+    if not study.tuned:
+        return {"trained": {}}
+    table = tuning_table(study, out)
+    chosen = table[table["chosen"].astype(bool)]
+    rates = {}
+    for scheme, rows in chosen.groupby("scheme"):
+        rates[scheme] = float(rows.sort_values("depth")["lr"].iloc[-1])
+    return {"fixed": rates, "tuned": {}}
+
+
+def _line_models(models, chosen: set, line: str, rates: dict[str, float]) -> list:
+    """The finished models of ``line`` among ``models`` (every model of a tuned study's grid): those at their
+    cells' chosen rates (keys ``chosen``; tuned, trained), or at each scheme's fixed rate whatever its cell chose."""
+    if line == "fixed":
+        return [m for m in models if m.status == "ok" and rates.get(m.scheme) == m.point.setting.lr]
+    return [m for m in models if m.status == "ok" and m.point.key in chosen]
+
+
+def subject_samples(subject: Subject, models) -> pd.DataFrame:
+    """One row per model (or per seed's pair of models): ``depth, steps, seed, value, points`` of ``subject``."""
+    values = {(m.scheme, m.value("depth"), m.value("steps"), m.seed): (m.stats.value(subject.statistic), m.point.key)
+              for m in models if m.scheme in subject.schemes}
+    rows = []
+    for (scheme, depth, steps, seed), (value, key) in values.items():
+        if scheme != subject.schemes[0]:
+            continue
+        if len(subject.schemes) == 2:
+            other = values.get((subject.schemes[1], depth, steps, seed))
+            if other is None:
+                continue
+            value, key = value - other[0], f"{key}-{other[1]}"
+        rows.append({"depth": depth, "steps": steps, "seed": seed, "value": value, "points": key})
+    return pd.DataFrame(rows, columns=["depth", "steps", "seed", "value", "points"])
+
+
+def _check_targets(targets, fitted_depths) -> None:
+    depths = sorted(fitted_depths)
+    if len(depths) < MIN_LAW_DEPTHS:
+        raise PredictionError(f"--predict needs at least {MIN_LAW_DEPTHS} trained depths to fit a law on: the study "
+                              f"has {len(depths)} ({', '.join(map(str, depths)) or 'none'})")
+    for depth in targets:
+        if depths[0] <= depth <= depths[-1]:
+            raise PredictionError(f"--predict {depth} is not allowed: it lies inside the trained depths "
+                                  f"{depths[0]}..{depths[-1]}; predict a depth below {depths[0]} or above {depths[-1]}")
+
+
+def prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(predictions, fitted)`` of a resolved study (:func:`simulate.study.tuning.resolve_tuning`): one row per subject, law, line, length, target depth and number of new models
+    (:data:`PREDICTION_COLUMNS`), and every model value the laws were fitted on (their data).
+
+    Raises :class:`PredictionError` for a target inside the trained depths or fewer than three of them.
+    """
+    if "depth" not in study.axes:
+        raise PredictionError(f"--predict needs a study along depth: {study.name!r} runs along "
+                              f"{', '.join(study.axes)}")
+    seeds = sorted({p.seed for p in study.sweep.points})
+    judged_seed = study.tune_seeds[0] if study.tuned else seeds[0]
+    every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
+    chosen = {p.key for p in study.sweep.points}
+    rows, fitted = [], []
+    trained_depths = set()
+    for line, rates in line_rates(study, out).items():
+        models = _line_models(every, chosen, line, rates)
+        for subject in subjects(study.schemes()):
+            samples = subject_samples(subject, models)
+            trained_depths |= set(samples["depth"])
+            for steps, part in samples.groupby("steps"):
+                fitted.append(part.assign(statistic=subject.statistic, scheme=subject.scheme, line=line))
+                for law in subject.laws:
+                    rows += _law_rows(subject, law, line, rates, steps, part, targets, study.inference.confidence,
+                                      (1, len(seeds)), judged_seed)
+    _check_targets(targets, trained_depths)
+    return (pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS)),
+            pd.concat(fitted, ignore_index=True) if fitted else pd.DataFrame())
+
+
+def _law_rows(subject, law, line, rates, steps, samples, targets, confidence, counts, judged_seed) -> list[dict]:
+    fit = fit_depth_law(samples["depth"], samples["value"], law, confidence)
+    if fit is None or fit.cells < MIN_LAW_DEPTHS:
+        return []
+    rate = rates.get(subject.schemes[0], math.nan)  # the fixed line's rates (NaN on the others)
+    second = rates.get(subject.schemes[1], math.nan) if len(subject.schemes) == 2 else math.nan
+    rows = []
+    for depth in targets:
+        for models in counts:
+            predicted = fit.predict(depth, models)
+            rows.append({"statistic": subject.statistic, "scheme": subject.scheme, "law": law,
+                         "form": DEPTH_LAWS[law], "line": line, "lr": rate, "lr_second": second, "steps": int(steps), "depth": int(depth),
+                         "models": models,
+                         "judged_on": f"seed {judged_seed}" if models == 1 else f"mean of {models} seeds",
+                         "estimate": predicted.estimate, "low": predicted.low, "high": predicted.high,
+                         "confidence": confidence,
+                         "fitted_depths": " ".join(f"{d:g}" for d in fit.depths), "fitted_models": fit.models,
+                         "slope": fit.slope.estimate, "slope_low": fit.slope.low, "slope_high": fit.slope.high,
+                         "lack_of_fit_p": fit.lack_of_fit, "residual_sd": math.sqrt(fit.residual_var),
+                         "within_sd": math.sqrt(fit.within_var) if np.isfinite(fit.within_var) else math.nan})
+    return rows

@@ -1,0 +1,277 @@
+"""A prediction written down before the models that test it train, and its judgement, without refitting.
+
+``python -m simulate study SPEC --out DIR --predict DEPTH [DEPTH ...]`` fits the laws across depth
+of a depth study on its finished cells (:mod:`simulate.study.across_depth`) and writes
+``DIR/prediction-LDEPTH.csv`` and ``.md`` (named by the first depth given): every prediction with
+its interval, and what made it (:data:`PROVENANCE_COLUMNS`: the commit and the code digest of the
+modules that fitted the laws, the digest of the values they were fitted on, when). Committed alone,
+before any model of the predicted depths starts, it is a pre-registration (docs/studies.md#pre-registered-predictions).
+
+Whenever the reports of a study are written into a folder holding such a file
+(:func:`write_judgements`), each is judged against the models found there, reading the file *as first
+committed* (``git show``), never refitting:
+
+- the file's first commit must precede the start of every model at a predicted depth (each point
+  records ``started_at``, kept across resumes; an older record without it is taken to start at
+  ``finished_at - wall_s``), else the judgement says so and judges nothing;
+- each row is judged on the model it names (``judged_on``: the tuning seed's model, or the mean
+  of every seed's), on its line (the fixed rate written in the file, or the cell's chosen rate):
+  :class:`BlindTest` ``passes`` when the measured value lies inside the interval, ``fails`` when
+  not, ``pending`` while a model is missing.
+
+Each row is a 95 % prediction interval (the study's confidence) of its own: if every law were
+right, about one row in twenty would fail by chance, and rows of one law share their data
+(no multiplicity adjustment; the judgement counts the failures per law).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from io import StringIO
+from pathlib import Path
+
+import pandas as pd
+
+from simulate.runtime.versions import ROOT, closure_version
+from simulate.study.across_depth import Subject, prediction_table, subject_samples
+from simulate.study.analysis import load_models
+from theory.cli import markdown_table
+from theory.files import atomic_write, write_text_atomic
+
+__all__ = ["PREFIX", "PROVENANCE_COLUMNS", "BlindTest", "Commit", "Judged", "prediction_name", "write_prediction",
+           "first_commit", "model_start", "judge_prediction", "judged_markdown", "write_judgements"]
+
+PREFIX = "prediction-L"
+PROVENANCE_COLUMNS = ("commit", "code", "data", "made_at")
+
+
+class BlindTest(Enum):
+    """What a pre-registered prediction's row says once the models exist."""
+
+    PASSES = "passes"
+    FAILS = "fails"
+    PENDING = "pending"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def prediction_name(targets) -> str:
+    """``prediction-L64`` for the depths ``(64, 2)``: the file is named by the first depth given."""
+    return f"{PREFIX}{int(targets[0])}"
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    """``git -C folder ARGS``'s output, or None where git or the repository is missing or the command fails."""
+    try:
+        done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return done.stdout
+
+
+def _head(folder: Path) -> str:
+    head = _git(folder, "rev-parse", "HEAD")
+    dirty = _git(folder, "status", "--porcelain", "--", "simulate", "theory")
+    if head is None:
+        return "not a git checkout"
+    return head.strip() + (" (with uncommitted changes to the code)" if dirty else "")
+
+
+def _data_digest(fitted: pd.DataFrame) -> str:
+    """sha256 (16 hex digits) of the fitted values as CSV, rows sorted (the values' repr: every bit)."""
+    columns = ["statistic", "scheme", "line", "steps", "depth", "seed", "points", "value"]
+    rows = fitted[columns].sort_values(columns[:6]).astype({"value": float})
+    text = rows.to_csv(index=False, float_format="%r")
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def write_prediction(study, out, targets, command: str) -> Path:
+    """Fit the laws of the resolved ``study`` on the models in ``out`` and write their predictions at ``targets``
+    to ``out/prediction-L<first>.csv`` and ``.md`` (module docstring); the CSV's path.
+
+    Raises :class:`simulate.study.across_depth.PredictionError` (one line) before writing anything."""
+    out = Path(out)
+    table, fitted = prediction_table(study, out, targets)
+    made_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    provenance = {"commit": _head(ROOT), "code": closure_version("simulate.study.preregistration"),
+                  "data": _data_digest(fitted), "made_at": made_at}
+    table = table.assign(**provenance)
+    name = prediction_name(targets)
+    csv = atomic_write(out / f"{name}.csv", lambda tmp: table.to_csv(tmp, index=False))
+    write_text_atomic(out / f"{name}.md", _prediction_markdown(study, table, fitted, provenance, command))
+    return csv
+
+
+def _prediction_markdown(study, table: pd.DataFrame, fitted: pd.DataFrame, provenance: dict, command: str) -> str:
+    targets = ", ".join(f"L = {d}" for d in dict.fromkeys(table["depth"]))
+    confidence = float(table["confidence"].iloc[0]) if len(table) else math.nan
+    lines = [f"# Pre-registered prediction of study `{study.name}` at {targets}", "",
+             "Laws across depth fitted on the study's finished cells, written before any model of the predicted "
+             "depths trained; the report that judges them reads this file as first committed and never refits "
+             "(docs/studies.md#pre-registered-predictions).", "",
+             f"- Command: `{command}`",
+             f"- Made at {provenance['made_at']} from commit {provenance['commit']}; code digest (the modules that "
+             f"fit the laws) {provenance['code']}; data digest (the {fitted['points'].nunique()} fitted values by "
+             f"model, statistic, line and length) {provenance['data']}",
+             f"- Intervals: {confidence:.0%} prediction intervals for one new model (the tuning seed's) and for the "
+             "mean of the study's seeds at a new depth: the law's refit variance, a new cell's own effect and the "
+             "seeds' spread, Student's t on cells - 2 degrees of freedom (simulate.claims.depth_laws)",
+             "- Lines: `fixed`, each scheme at the rate it chose at the deepest tuned depth (the tuning seed trains "
+             "it at every depth, so the test exists whatever the new depth chooses); `tuned`, each cell at its own "
+             "chosen rate (conditional on what the new cell chooses); laws are fitted per training length",
+             "- Judged per row: passes when the measured value lies inside the interval; at 95 % about one row in "
+             "twenty fails by chance if the law is right", ""]
+    for (line, steps), part in table.groupby(["line", "steps"], sort=False):
+        lines += [f"## Line `{line}`, {steps} steps", ""]
+        shown = part.assign(
+            rate=[_rate_label(row) for row in part.itertuples()],
+            law=part["law"] + " (" + part["form"] + ")",
+            prediction=[f"{r.estimate:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in part.itertuples()],
+            slope=[f"{r.slope:.3g} [{r.slope_low:.3g}, {r.slope_high:.3g}]" for r in part.itertuples()])
+        lines += [markdown_table(shown[["statistic", "scheme", "law", "rate", "depth", "judged_on", "prediction",
+                                        "slope", "fitted_depths", "fitted_models", "lack_of_fit_p"]]), ""]
+    return "\n".join(lines)
+
+
+def _rate_label(row) -> str:
+    if math.isnan(row.lr):
+        return "chosen" if row.line != "fixed" else ""
+    return f"{row.lr:g}" + (f" - {row.lr_second:g}" if not math.isnan(row.lr_second) else "")
+
+
+@dataclass(frozen=True)
+class Commit:
+    """The commit that first added a file: its hash, time and the file's text in it."""
+
+    sha: str
+    time: datetime
+    text: str
+
+
+def first_commit(path: Path) -> Commit | None:
+    """The commit that first added ``path`` to its repository (None outside git or where it is not committed)."""
+    path = Path(path).resolve()
+    found = _git(path.parent, "log", "--diff-filter=A", "--reverse", "--format=%H %cI", "--", path.name)
+    if not found:
+        return None
+    sha, stamp = found.splitlines()[0].split()
+    text = _git(path.parent, "show", f"{sha}:./{path.name}")
+    return None if text is None else Commit(sha, datetime.fromisoformat(stamp), text)
+
+
+def model_start(record: dict) -> datetime:
+    """When a model first started: its record's ``started_at``, else ``finished_at - wall_s`` (older records)."""
+    if record.get("started_at"):
+        return datetime.strptime(record["started_at"], "%Y-%m-%dT%H:%M:%S%z")
+    finished = datetime.strptime(record["finished_at"], "%Y-%m-%dT%H:%M:%S%z")
+    return datetime.fromtimestamp(finished.timestamp() - float(record.get("wall_s") or 0.0), finished.tzinfo)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A pre-registered file judged: its rows with ``measured``, ``n`` and ``blind_test``; the commit it was read
+    from (None: not committed); the first start of a model at a predicted depth; and what stops a judgement."""
+
+    name: str
+    rows: pd.DataFrame
+    commit: Commit | None
+    first_start: datetime | None
+    problem: str
+
+
+def _line_models(models, chosen: set, row) -> list:
+    """The finished models of a row's line at its depth and length: at the rates the file wrote (fixed), or at
+    their cell's chosen rate."""
+    here = [m for m in models if m.status == "ok" and m.value("depth") == row.depth and m.value("steps") == row.steps]
+    if row.line != "fixed":
+        return [m for m in here if m.point.key in chosen]
+    rates = dict(zip(row.scheme.split("-"), (row.lr, row.lr_second)))
+    return [m for m in here if rates.get(m.scheme) == m.point.setting.lr]
+
+
+def _measured(row, models, chosen: set) -> tuple[float, int]:
+    """The value a row is judged on (the named seed's, or the mean of every seed's) and on how many models."""
+    samples = subject_samples(Subject(row.statistic, tuple(row.scheme.split("-")), ()), _line_models(models, chosen,
+                                                                                                      row))
+    if row.judged_on.startswith("seed "):
+        values = samples.loc[samples["seed"] == int(row.judged_on.split()[1]), "value"]
+    else:
+        values = samples["value"] if len(samples) == row.models else samples["value"].iloc[:0]
+    return (float(values.mean()) if len(values) else math.nan), len(values)
+
+
+def judge_prediction(path, study, out) -> Judged:
+    """The file at ``path`` judged against the resolved ``study``'s models in ``out`` (module docstring)."""
+    path = Path(path)
+    commit = first_commit(path)
+    written = pd.read_csv(path)
+    if commit is not None:
+        written = pd.read_csv(StringIO(commit.text))
+    every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
+    depths = set(written["depth"])
+    starts = [model_start(m.record) for m in every if m.status != "pending" and m.value("depth") in depths]
+    first = min(starts) if starts else None
+    problem = ""
+    if commit is None:
+        problem = f"{path.name} is not committed: a prediction is judged only as first committed, before its models"
+    elif first is not None and first <= commit.time:
+        problem = (f"a model at a predicted depth started at {first.isoformat()}, before the file's first commit "
+                   f"{commit.sha[:12]} at {commit.time.isoformat()}: it is no pre-registration")
+    if problem:
+        return Judged(path.stem, written.assign(measured=math.nan, n=0, blind_test=""), commit, first, problem)
+    chosen = {p.key for p in study.sweep.points}
+    measured = [_measured(row, every, chosen) for row in written.itertuples()]
+    verdicts = [str(_blind_test(row, value, n)) for row, (value, n) in zip(written.itertuples(), measured)]
+    return Judged(path.stem, written.assign(measured=[v for v, _ in measured], n=[n for _, n in measured],
+                                            blind_test=verdicts), commit, first, "")
+
+
+def _blind_test(row, value: float, n: int) -> BlindTest:
+    if n == 0 or math.isnan(value):
+        return BlindTest.PENDING
+    return BlindTest.PASSES if row.low <= value <= row.high else BlindTest.FAILS
+
+
+def judged_markdown(judged: Judged) -> str:
+    """``prediction-L<depth>-judged.md``: the commit it was read from, the timing check, the count of rows that
+    pass and fail per law, and every row."""
+    lines = [f"# `{judged.name}` judged", ""]
+    if judged.commit is not None:
+        lines.append(f"- Read as first committed: {judged.commit.sha[:12]} at {judged.commit.time.isoformat()}")
+    if judged.first_start is not None:
+        lines.append(f"- The first model at a predicted depth started at {judged.first_start.isoformat()}")
+    if judged.problem:
+        return "\n".join([*lines, "", f"**Not judged: {judged.problem}.**", ""])
+    rows = judged.rows
+    counts = rows.groupby(["statistic", "scheme", "law", "line", "steps"], sort=False)["blind_test"].agg(
+        lambda verdicts: ", ".join(f"{(verdicts == str(v)).sum()} {v}" for v in BlindTest))
+    lines += ["", "## Per law", "", markdown_table(counts.reset_index()), "", "## Every row", "",
+              markdown_table(rows.assign(
+                  prediction=[f"{r.estimate:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in rows.itertuples()])[
+                  ["statistic", "scheme", "law", "line", "steps", "depth", "judged_on", "prediction", "measured", "n",
+                   "blind_test"]]), ""]
+    return "\n".join(lines)
+
+
+def write_judgements(studies, out) -> list[Judged]:
+    """Judge every ``prediction-L*.csv`` in ``out`` (not the judged files) against the resolved depth study among
+    ``studies``, writing ``prediction-L<depth>-judged.csv`` and ``.md`` beside it; the judgements."""
+    study = next((s for s in studies if "depth" in s.axes), None)
+    out = Path(out)
+    judged = []
+    for path in sorted(out.glob(f"{PREFIX}*.csv")):
+        if path.stem.endswith("-judged") or study is None:
+            continue
+        result = judge_prediction(path, study, out)
+        atomic_write(out / f"{path.stem}-judged.csv", lambda tmp, rows=result.rows: rows.to_csv(tmp, index=False))
+        write_text_atomic(out / f"{path.stem}-judged.md", judged_markdown(result))
+        judged.append(result)
+    return judged
