@@ -119,8 +119,9 @@ def _prediction_markdown(study, table: pd.DataFrame, fitted: pd.DataFrame, prove
              "(docs/studies.md#pre-registered-predictions).", "",
              f"- Command: `{command}`",
              f"- Made at {provenance['made_at']} from commit {provenance['commit']}; code digest (the modules that "
-             f"fit the laws) {provenance['code']}; data digest (the {fitted['points'].nunique()} fitted values by "
-             f"model, statistic, line and length) {provenance['data']}",
+             f"fit the laws) {provenance['code']}; data digest (the {len(fitted)} fitted values of "
+             f"{len({key for keys in fitted['points'] for key in keys.split('-')})} models, by model, statistic, line "
+             f"and length) {provenance['data']}",
              f"- Intervals: {confidence:.0%} prediction intervals for one new model (the tuning seed's) and for the "
              "mean of the study's seeds at a new depth: the law's refit variance, a new cell's own effect and the "
              "seeds' spread, Student's t on cells - 2 degrees of freedom (simulate.claims.depth_laws)",
