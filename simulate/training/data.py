@@ -19,7 +19,8 @@ Tokens are bytes (vocabulary 256, no tokenizer). Two corpora every Python instal
     version the bytes are the same on every machine; another version has other files and
     other contents, so a corpus is named with its version (``stdlib`` of CPython 3.11.7
     records ``python 3.11.7`` in a run's ``config.json``) and a loss is comparable only
-    within one version.
+    within one version: the corpus digest (:func:`corpus_digest`) is part of every training's
+    and every score's key (:func:`simulate.runtime.keys.result_key`), and so is the Python.
 a path
     The user's UTF-8 text file, split by position like ``docs``; a missing, empty, binary
     (NUL bytes, or not UTF-8) or too short file raises :class:`DataError` with one line
@@ -55,7 +56,8 @@ import torch
 from simulate.engine import key_seed
 
 __all__ = ["CORPORA", "HELD_OUT_FRACTION", "STREAMS", "DataError", "Corpus", "docs_bytes", "stdlib_files",
-           "held_out_file", "load_corpus", "epochs_seen", "train_batch", "probe_batch", "step_generator"]
+           "held_out_file", "corpus_digest", "load_corpus", "epochs_seen", "train_batch", "probe_batch",
+           "step_generator"]
 
 CORPORA = ("docs", "stdlib")  # the corpora every Python installation has (module docstring)
 HELD_OUT_FRACTION = 0.1
@@ -69,16 +71,18 @@ class DataError(ValueError):
 
 @dataclass(frozen=True)
 class Corpus:
-    """Bytes of a corpus split by position into a training part and a held-out part (uint8 tensors)."""
+    """Bytes of a corpus split by position into a training part and a held-out part (uint8 tensors), and their
+    :func:`corpus_digest` (``''`` for bytes that come from no corpus spec)."""
 
     name: str
     train: torch.Tensor  # (n_train,) uint8
     held_out: torch.Tensor  # (n_held_out,) uint8
+    digest: str = ""
 
     def describe(self) -> dict:
-        """What a run records of its corpus: name, bytes of each part, and the Python it came with."""
+        """What a run records of its corpus: name, bytes of each part, the digest and the Python it came with."""
         return {"name": self.name, "train_bytes": len(self.train), "held_out_bytes": len(self.held_out),
-                "python": platform.python_version()}
+                "digest": self.digest, "python": platform.python_version()}
 
 
 def docs_bytes() -> bytes:
@@ -166,22 +170,56 @@ def _tensor(raw: bytes) -> torch.Tensor:
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8)  # (n,)
 
 
-def load_corpus(spec: str, tokens: int) -> Corpus:
-    """``'docs'``, ``'stdlib'`` or a path; both parts hold a window of ``tokens + 1`` bytes (else :class:`DataError`)."""
+def _parts(spec: str) -> tuple[bytes, bytes]:
+    """(training bytes, held-out bytes) of ``'docs'``, ``'stdlib'`` or a path (:class:`DataError` for a file that
+    cannot be used), before any length check."""
     if spec == "stdlib":
-        train, held_out = _stdlib_parts()
+        return _stdlib_parts()
+    raw = docs_bytes() if spec == "docs" else _read_user_text(Path(spec))
+    cut = len(raw) - int(len(raw) * HELD_OUT_FRACTION)
+    return raw[:cut], raw[cut:]
+
+
+def _hash(train: bytes, held_out: bytes) -> str:
+    digest = hashlib.sha256(len(train).to_bytes(8, "little"))  # where the held-out part starts
+    digest.update(train)
+    digest.update(held_out)
+    return digest.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=len(CORPORA))
+def _named_digest(spec: str) -> str:
+    """:func:`corpus_digest` of ``docs`` or ``stdlib``, once per process."""
+    return _hash(*_parts(spec))
+
+
+def corpus_digest(spec: str) -> str:
+    """The data a run reads, as a digest: sha256 (first 16 hex digits) of the exact training and held-out bytes
+    of ``spec`` (``'docs'``, ``'stdlib'`` or a path; :class:`DataError` as :func:`load_corpus`). That of ``docs``
+    and ``stdlib`` is computed once per process; a file is read again each time (it may have changed).
+
+    The digest of ``docs`` or ``stdlib`` changes with the Python whose standard library it is, that of a
+    file with its contents, never with its name.
+
+    >>> corpus_digest("docs") == load_corpus("docs", tokens=8).digest, len(corpus_digest("docs"))
+    (True, 16)
+    """
+    return _named_digest(spec) if spec in CORPORA else _hash(*_parts(spec))
+
+
+def load_corpus(spec: str, tokens: int) -> Corpus:
+    """``'docs'``, ``'stdlib'`` or a path; both parts hold a window of ``tokens + 1`` bytes (else
+    :class:`DataError`)."""
+    train, held_out = _parts(spec)
+    if spec == "stdlib":
         if len(held_out) < tokens + 1:
             raise DataError(f"data='stdlib' is not allowed: its held-out part ({len(held_out)} bytes) is shorter "
                             f"than one window of tokens={tokens}")
-        return Corpus("stdlib", _tensor(train), _tensor(held_out))
-    raw = docs_bytes() if spec == "docs" else _read_user_text(Path(spec))
-    needed = minimum_length(tokens)
-    if len(raw) < needed:
-        raise DataError(f"data={spec!r} is not allowed: too short ({len(raw)} bytes; at least {needed} needed "
-                        f"for tokens={tokens} with {HELD_OUT_FRACTION:.0%} held out)")
-    data = _tensor(raw)  # (n,)
-    cut = len(raw) - int(len(raw) * HELD_OUT_FRACTION)
-    return Corpus("docs" if spec == "docs" else str(spec), data[:cut].clone(), data[cut:].clone())
+    elif len(train) + len(held_out) < minimum_length(tokens):
+        raise DataError(f"data={spec!r} is not allowed: too short ({len(train) + len(held_out)} bytes; at least "
+                        f"{minimum_length(tokens)} needed for tokens={tokens} with {HELD_OUT_FRACTION:.0%} held out)")
+    digest = _named_digest(spec) if spec in CORPORA else _hash(train, held_out)  # a file: the bytes read here
+    return Corpus(str(spec), _tensor(train), _tensor(held_out), digest)
 
 
 def epochs_seen(corpus: Corpus, steps: int, batch: int, tokens: int) -> float:
