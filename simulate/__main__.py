@@ -179,7 +179,7 @@ def _check_run_memory(prog: str, setting, args, metrics, device) -> None:
 
 def _save_run(prog: str, setting, args, metrics, device, table, stop, seconds: float, out: Path) -> list:
     """Write config.json, layers.csv (and the plot); the lines to print as (text, to stderr)."""
-    from simulate.cache import code_version, save_run
+    from simulate.cache import engine_versions, save_run
     from simulate.runtime.interrupts import interrupted_line, signal_of
     from simulate.engine import NumericalBlowUp
 
@@ -187,7 +187,9 @@ def _save_run(prog: str, setting, args, metrics, device, table, stop, seconds: f
     if stop is not None and blow_up is None and table.empty:
         return [(interrupted_line(prog, signal_of(stop), "before layer 0 was measured", "nothing written",
                                   "run the command again"), True)]
-    config = {"setting": setting.to_dict(), "code": code_version(), "command": ["run", *args.argv],
+    versions = engine_versions()
+    config = {"setting": setting.to_dict(), "code": versions["code"], "versions": versions,
+              "command": ["run", *args.argv],
               "mc": {"samples": args.samples, "seed": args.seed, "metrics": list(metrics), "device": device.type,
                      "dtype": args.dtype, "weights": args.weights, "precision": args.precision,
                      "prefetch": args.prefetch},

@@ -34,12 +34,13 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.engine import COLUMNS, parse_metrics, resolve_device, resolve_dtype, simulate
+from simulate.runtime.keys import key_inputs, result_key
 from simulate.runtime.versions import ROOT, closure_version, import_closure
 from theory.files import atomic_write, write_text_atomic
 from theory.setting import Setting
 
-__all__ = ["FORMAT_VERSION", "CorruptRun", "save_run", "load_run", "engine_sources",
-           "code_version", "cache_dir", "cache_key", "cached_simulate"]
+__all__ = ["FORMAT_VERSION", "ENGINE_ENTRIES", "CorruptRun", "save_run", "load_run", "engine_sources",
+           "engine_versions", "cache_dir", "cache_key", "cached_simulate"]
 
 # Version of the run-directory layout. 1: config.json without format_version/layers_sha256
 # (before issue 12); 2: both recorded and checked on load.
@@ -48,9 +49,9 @@ _LOG = logging.getLogger(__name__)
 
 # What decides what a run measures: the module of the function a run calls, that of its Setting, and every
 # module they import (simulate.runtime.versions.import_closure), so a new engine module is in the key without being
-# listed. A change to any of them is a new code version; the services built on runs (verify, bench, figures,
-# this cache) are not imported by the engine, so editing them keeps the cache.
-_ENGINE_ENTRIES = (simulate.__module__, Setting.__module__)
+# listed. A change to any of them is a new code version (closure_version(*ENGINE_ENTRIES)); the services built on
+# runs (verify, bench, figures, this cache) are not imported by the engine, so editing them keeps the cache.
+ENGINE_ENTRIES = (simulate.__module__, Setting.__module__)
 
 
 class CorruptRun(ValueError):
@@ -117,13 +118,13 @@ def engine_sources(root: Path = ROOT) -> list[str]:
     >>> "simulate/verify.py" in engine_sources()
     False
     """
-    return import_closure(_ENGINE_ENTRIES, root)
+    return import_closure(ENGINE_ENTRIES, root)
 
 
-def code_version(root: Path = ROOT) -> str:
-    """The digest of :func:`engine_sources` (of the sources under ``root``;
-    :func:`simulate.runtime.versions.closure_version`)."""
-    return closure_version(*_ENGINE_ENTRIES, root=root)
+def engine_versions() -> dict:
+    """What makes a run besides its request (:func:`simulate.runtime.keys.key_inputs`): the engine's code
+    version (the digest of :func:`engine_sources`), Python and torch; no corpus."""
+    return key_inputs(closure_version(*ENGINE_ENTRIES))
 
 
 def cache_dir() -> Path:
@@ -138,9 +139,9 @@ def _mc_config(samples, seed, metrics, device, dtype, weights) -> dict:
 
 
 def cache_key(setting, mc_config: dict) -> str:
-    """sha256 of (setting.to_dict(), Monte-Carlo config, code version)."""
-    payload = {"setting": setting.to_dict(), "mc": mc_config, "code": code_version()}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    """The entry's key (:func:`simulate.runtime.keys.result_key`) of the Setting's fields and the Monte-Carlo
+    config with :func:`engine_versions`."""
+    return result_key({"setting": setting.to_dict(), "mc": mc_config}, engine_versions())
 
 
 def _read_entry(entry: Path) -> pd.DataFrame | None:
@@ -218,7 +219,8 @@ def cached_simulate(setting, *, samples: int = 8, seed: int = 0, metrics=("var",
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(built, 0o777 & ~umask)  # mkdtemp's 0700 -> an ordinary new directory
-        save_run(built, {"setting": setting.to_dict(), "mc": mc, "code": code_version()}, table)
+        versions = engine_versions()
+        save_run(built, {"setting": setting.to_dict(), "mc": mc, "code": versions["code"], "versions": versions}, table)
         _install(built, entry)
     finally:
         shutil.rmtree(built, ignore_errors=True)

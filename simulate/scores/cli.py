@@ -1,23 +1,21 @@
 """``python -m simulate scores DIR [--scores LIST] [--out DIR2]``: layer-effectiveness of a trained run.
 
 Writes ``DIR2/scores.csv`` (``layer,score,value,sem,n``), ``DIR2/pairs.csv``
-(``layer,other,score,value``) and ``DIR2/config.json`` (options, step, seconds per score)
-and prints one summary line. ``DIR2`` defaults to ``DIR/scores`` (``DIR/scores_init`` with
-``--at-init``, the same model at step 0). Bad input (no such run, a run without a
-checkpoint, a checkpoint of another shape, an unknown score name, a bad option): one line
-on stderr, exit 2, nothing written.
+(``layer,other,score,value``) and ``DIR2/config.json`` (the request, its key and versions,
+step, seconds per score; :func:`simulate.scores.runs.save_scores`) and prints one summary
+line. ``DIR2`` defaults to ``DIR/scores`` (``DIR/scores_init`` with ``--at-init``, the same
+model at step 0). Bad input (no such run, a run without a checkpoint, a checkpoint of another
+shape, an unknown score name, a bad option): one line on stderr, exit 2, nothing written.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
 from simulate.scores.compute import ROW_SCORES, SCORE_GROUPS, ScoreOptions, parse_scores
 from theory.cli import CliParser, add_progress_argument, fail, int_at_least, output_path
-from theory.files import atomic_write
 
 __all__ = ["PROG", "build_parser", "main"]
 
@@ -65,18 +63,10 @@ def build_parser() -> CliParser:
     return parser
 
 
-def _write(out: Path, scores, pairs, summary: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    for name, table in (("scores.csv", scores), ("pairs.csv", pairs)):
-        atomic_write(out / name, lambda temp, table=table: table.to_csv(temp, index=False))
-    atomic_write(out / "config.json",
-                 lambda temp: Path(temp).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n"))
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m simulate scores``; returns the exit code."""
     from simulate.scores.hf import HFError, is_hf_directory, score_hf
-    from simulate.scores.runs import score_run
+    from simulate.scores.runs import save_scores, score_run
     from simulate.training.run_directory import RunDirectory, RunError
     from simulate.engine import resolve_device
 
@@ -110,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     except (RunError, HFError) as error:
         fail(PROG, str(error))
     summary["seconds_total"] = round(time.perf_counter() - started, 3)
-    _write(out, scores, pairs, summary)
+    save_scores(out, scores, pairs, summary)
     loss = scores[scores.score == "loss"].iloc[0]
     slowest = max((k for k in summary["seconds"] if k != "base"), key=summary["seconds"].get, default="base")
     print(f"scores of {args.run} at step {summary['step']}: held-out loss {loss['value']:.4f} +- {loss['sem']:.2g} "

@@ -1,10 +1,13 @@
 """Tiny trainings kept in the workbench cache, for figures, notebooks and ``verify --trained``.
 
 :func:`cached_training` trains a Setting with :class:`simulate.training.loop.Trainer` into
-``$DEPTH_WORKBENCH_CACHE/train/<key>`` once; the key is the sha256 of the Setting, the
-training options and the trainer's code version, so the same request finds the same run
-and a change to the trainer trains again. A run is trained in a temporary directory beside
+``$DEPTH_WORKBENCH_CACHE/train/<key>`` once; the key is the run's
+(:func:`simulate.training.identity.run_key`: the Setting, the training options, the trainer's
+code version, the corpus digest, Python and torch), so the same request finds the same run
+and a change to any of them trains again. A run is trained in a temporary directory beside
 its entry and renamed into place when complete, so a reader never sees half a run.
+:func:`cached_scores` keeps scores in ``$DEPTH_WORKBENCH_CACHE/scores/<key>`` the same way
+(:func:`simulate.scores.runs.scores_key`).
 
 :data:`TINY` is the tiny family the quick figures and the tests use; :func:`claim_runs`
 lists the runs that test the trained claims (Pre-LN, LNS and one setting per sparsity knob,
@@ -16,15 +19,13 @@ several seeds each).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["TinyTraining", "TINY", "SMALL", "FULL", "training_code_version", "cached_training", "claim_settings",
-           "claim_runs", "cached_scores"]
+__all__ = ["TinyTraining", "TINY", "SMALL", "FULL", "cached_training", "claim_settings", "claim_runs",
+           "cached_scores"]
 
 
 @dataclass(frozen=True)
@@ -50,25 +51,18 @@ SMALL = TinyTraining(width=32, depth=6, heads=2, tokens=32, steps=150, batch=8, 
 FULL = TinyTraining(width=64, depth=8, heads=4, tokens=64, steps=300, batch=16, log_every=50, seeds=(0, 1, 2))
 
 
-def training_code_version() -> str:
-    """The trainer's code version (:func:`simulate.training.loop.code_version`: its sources and what they import)."""
-    from simulate.training.loop import code_version
-
-    return code_version()
-
-
 def cached_training(setting, *, steps: int, batch: int, log_every: int, seed: int = 0, data: str = "docs",
                     progress: bool = False) -> Path:
     """The run directory of ``setting`` trained with these options (trained now if not cached)."""
     import torch
 
     from simulate.cache import cache_dir
+    from simulate.training.identity import run_key
     from simulate.training.loop import TrainConfig
     from simulate.training.run_directory import RunDirectory, train_into
 
     config = TrainConfig(steps=steps, batch=batch, log_every=log_every, seed=seed, data=data)
-    payload = {"setting": setting.to_dict(), "train": config.to_dict(), "code": training_code_version()}
-    key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
+    key = run_key(setting, config)
     entry = cache_dir() / "train" / key
     if RunDirectory(entry).finished:
         return entry
@@ -114,25 +108,17 @@ def claim_runs(size: TinyTraining = TINY, names=None, progress: bool = False) ->
 def cached_scores(run, *, at_init: bool, groups, options) -> tuple:
     """``(scores, pairs)`` of a run directory (:func:`simulate.scores.runs.score_run`) through the cache.
 
-    Keyed by the checkpoint's bytes (at init: the run's config), the groups, the options and
-    the scores' code, so a user's run directory is only read, never written.
+    Keyed by :func:`simulate.scores.runs.scores_key` (the model's weights, at init its Setting and
+    seed; the groups, the options, the data; the scores' code, the corpus digest, Python and torch),
+    so a user's run directory is only read, never written.
     """
-    import pandas as pd
-
     from simulate.cache import cache_dir
-    from simulate.scores.runs import score_run, scores_version
-    from simulate.training.run_directory import RunDirectory
-    from theory.files import atomic_write
+    from simulate.scores.runs import reusable_scores, save_scores, score_run, scores_key
 
-    run = RunDirectory(run)
-    digest = hashlib.sha256(json.dumps(run.config, sort_keys=True).encode() if at_init else
-                            run.model_path.read_bytes())
-    digest.update(json.dumps([at_init, list(groups), repr(options), scores_version()]).encode())
-    entry = cache_dir() / "scores" / digest.hexdigest()[:32]
-    if (entry / "scores.csv").is_file() and (entry / "pairs.csv").is_file():
-        return pd.read_csv(entry / "scores.csv"), pd.read_csv(entry / "pairs.csv")
-    scores, pairs, _ = score_run(run.path, tuple(groups), options, at_init=at_init, device="cpu", progress=False)
-    entry.mkdir(parents=True, exist_ok=True)
-    atomic_write(entry / "pairs.csv", lambda temp: pairs.to_csv(temp, index=False))
-    atomic_write(entry / "scores.csv", lambda temp: scores.to_csv(temp, index=False))
+    entry = cache_dir() / "scores" / scores_key(run, tuple(groups), options, at_init=at_init)
+    saved = reusable_scores(entry, run, tuple(groups), options, at_init=at_init)
+    if saved is not None:
+        return saved[0], saved[1]
+    scores, pairs, summary = score_run(run, tuple(groups), options, at_init=at_init, device="cpu", progress=False)
+    save_scores(entry, scores, pairs, summary)
     return scores, pairs

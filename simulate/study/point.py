@@ -28,8 +28,15 @@ The point's table (:data:`RAW_COLUMNS`, one row per number) holds
 
 with ``-1`` where a column does not apply. Headline: ``val_loss`` (the scores' held-out
 loss), ``final_train_loss``, ``epochs`` of the corpus seen, ``train_s`` and ``score_s``
-(seconds), and ``code`` (the code version of the training and the scores, recorded
-because a study's key leaves it out).
+(seconds), and what made the model, recorded because a study's key leaves it out: ``code``
+(the code version of this module's import closure, the training and the scores together),
+``code_train`` and ``code_scores`` (the trainer's and the scores' own, as the run's
+``config.json`` and its scores' record keep them), ``data`` (the corpus digest), ``python``
+and ``torch`` (``''`` where the run or its scores recorded none, or a failed point has no scores).
+
+A run's ``scores/`` (:func:`simulate.scores.runs.save_scores`) is reused only when its key is that
+of the point's scores (:func:`simulate.scores.runs.reusable_scores`: the same model, options,
+code, corpus, Python and torch); otherwise the model is scored again.
 
 >>> sorted(check_options({"steps": 8})["scores"])[:2]
 ['angular', 'causal']
@@ -37,7 +44,6 @@ because a study's key leaves it out).
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from contextlib import contextmanager
@@ -48,8 +54,7 @@ import pandas as pd
 from simulate.sweep.outcome import Outcome, PointFailed, Task, merge_options, register_task
 from simulate.sweep.training_tasks import SCORES_DEFAULTS, check_scores_options, check_train_setting
 
-__all__ = ["STUDY_DEFAULTS", "RAW_COLUMNS", "RAW_TABLES", "STUDY", "check_options", "run_point", "raw_table",
-           "version"]
+__all__ = ["STUDY_DEFAULTS", "RAW_COLUMNS", "RAW_TABLES", "STUDY", "check_options", "run_point", "raw_table"]
 
 STUDY_DEFAULTS = {**SCORES_DEFAULTS, "steps": 1600, "data": "stdlib", "log_every": 100, "clip": 1.0,
                   "scores": "all", "pairs": "all"}
@@ -67,12 +72,6 @@ def check_options(options: dict) -> dict:
     checked = check_scores_options({**merged, "at_init": False})
     checked.pop("at_init")
     return {**checked, "pairs": pairs}
-
-
-def version() -> str:
-    """The code version of a study point: the import closure of this module (the trainer's and the scores'
-    sources; :meth:`simulate.sweep.outcome.Task.code_version`)."""
-    return STUDY.code_version()
 
 
 @contextmanager
@@ -95,25 +94,22 @@ def _train(point, run: Path, device) -> float:
     return train_into(run, point.setting, train_config(point.options, point.seed), device, header={"point": point.key})
 
 
-def _score(point, run: Path, device) -> tuple[pd.DataFrame, pd.DataFrame, float]:
-    """scores.csv and pairs.csv of the trained model (kept in ``run/scores``; reused when there)."""
-    from simulate.scores import ScoreOptions, score_run
+def _score(point, run: Path, device) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """scores.csv, pairs.csv and the record of the trained model's scores, kept in ``run/scores`` and reused
+    from there when they are this point's (module docstring)."""
+    from simulate.scores import ScoreOptions
+    from simulate.scores.runs import reusable_scores, save_scores, score_run
 
-    where = run / "scores"
-    if (where / "summary.json").is_file():
-        summary = json.loads((where / "summary.json").read_text())
-        return pd.read_csv(where / "scores.csv"), pd.read_csv(where / "pairs.csv"), float(summary["score_s"])
-    options = point.options
+    where, groups = run / "scores", tuple(point.options["scores"])
+    options = ScoreOptions(sequences=point.options["sequences"], pairs=point.options["pairs"])
+    saved = reusable_scores(where, run, groups, options)
+    if saved is not None:
+        return saved
     started = time.perf_counter()
-    scores, pairs, summary = score_run(run, tuple(options["scores"]),
-                                       ScoreOptions(sequences=options["sequences"], pairs=options["pairs"]),
-                                       device=device)
-    seconds = time.perf_counter() - started
-    where.mkdir(exist_ok=True)
-    scores.to_csv(where / "scores.csv", index=False)
-    pairs.to_csv(where / "pairs.csv", index=False)
-    (where / "summary.json").write_text(json.dumps({**summary, "score_s": seconds}, indent=2) + "\n")
-    return scores, pairs, seconds
+    scores, pairs, summary = score_run(run, groups, options, device=device)
+    summary["seconds_total"] = round(time.perf_counter() - started, 3)
+    save_scores(where, scores, pairs, summary)
+    return scores, pairs, summary
 
 
 def raw_table(run: Path, scores: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -140,17 +136,22 @@ def raw_table(run: Path, scores: pd.DataFrame | None = None, pairs: pd.DataFrame
                          "sem": "float64"})
 
 
-def _headline(run: Path, table: pd.DataFrame, train_s: float, score_s: float) -> dict:
+def _headline(run: Path, table: pd.DataFrame, train_s: float, scores_record: dict | None) -> dict:
+    from simulate.runtime.versions import closure_version
     from simulate.training.run_directory import RunDirectory
 
-    config = RunDirectory(run).saved_config or {}
+    config, scored = RunDirectory(run).saved_config or {}, scores_record or {}
+    trained = config.get("versions") or {}
     loss = table[table["table"] == "loss"]
     train = loss[loss["name"] == "train"].sort_values("step")["value"]
-    scored = table[(table["table"] == "scores") & (table["name"] == "loss")]["value"]
-    return {"val_loss": float(scored.iloc[0]) if len(scored) else float("nan"),
+    val = table[(table["table"] == "scores") & (table["name"] == "loss")]["value"]
+    return {"val_loss": float(val.iloc[0]) if len(val) else float("nan"),
             "final_train_loss": float(train.iloc[-1]) if len(train) else float("nan"),
             "epochs": float(config.get("data", {}).get("epochs", float("nan"))),
-            "train_s": round(train_s, 2), "score_s": round(score_s, 2), "code": version()}
+            "train_s": round(train_s, 2), "score_s": round(float(scored.get("seconds_total", 0.0)), 2),
+            "code": closure_version(__name__), "code_train": trained.get("code", ""),
+            "code_scores": (scored.get("versions") or {}).get("code", ""),
+            **{name: trained.get(name, "") for name in ("data", "python", "torch")}}
 
 
 def run_point(point) -> Outcome:
@@ -164,10 +165,10 @@ def run_point(point) -> Outcome:
             train_s = _train(point, run, device)
         except LossNotFinite as error:
             table = raw_table(run)
-            raise PointFailed(str(error), table, _headline(run, table, 0.0, 0.0), device.type) from None
-        scores, pairs, score_s = _score(point, run, device)
+            raise PointFailed(str(error), table, _headline(run, table, 0.0, None), device.type) from None
+        scores, pairs, record = _score(point, run, device)
         table = raw_table(run, scores, pairs)
-        return Outcome(table, _headline(run, table, train_s, score_s), device.type)
+        return Outcome(table, _headline(run, table, train_s, record), device.type)
 
 
 STUDY = register_task(Task("study", True, check_options, run_point, check_train_setting, versioned=False))

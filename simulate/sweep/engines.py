@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import Iterator
 
 from simulate.runtime.interrupts import deferred_signals
+from simulate.runtime.keys import first_difference, key_inputs
+from simulate.runtime.versions import closure_version
 from simulate.sweep.spec import Point
 from simulate.sweep.store import encode_point, write_point
 from simulate.sweep.tasks import TASKS, PointFailed, task_modules
@@ -88,23 +90,39 @@ def _started_at(point: Point) -> str:
 
 def _record(point: Point, status: str, error: str | None, wall_s: float, device: str, headline: dict,
             started_at: str) -> dict:
-    return {"point": point.key, "index": point.index, "config": point.config(), "axes": point.axes,
-            "status": status, "error": error, "wall_s": round(wall_s, 4), "device": device, "headline": headline,
-            "started_at": started_at, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    return {"point": point.key, "index": point.index, "config": point.config(), "versions": point.versions,
+            "axes": point.axes, "status": status, "error": error, "wall_s": round(wall_s, 4), "device": device,
+            "headline": headline, "started_at": started_at, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "host": os.uname().nodename}
+
+
+def _versions_here(point: Point) -> str | None:
+    """What differs between the versions a point is keyed with and those of this process (a worker of other
+    code, data, Python or torch than the process that parsed the spec), or None."""
+    if not point.versions:
+        return None
+    task = TASKS[point.task]
+    here = key_inputs(closure_version(task.module), task.corpus_digest(point.options))
+    why = first_difference(point.versions, here)
+    return None if why is None else f"this worker is not what the point was keyed for ({why}); run it where it is"
 
 
 def execute_point(point_data: dict) -> tuple[dict, bytes]:
     """Run one point (its JSON form); return its record and Parquet bytes.
 
     Any exception of the task (a blow-up, an out-of-memory, a NaN loss, a bug) becomes a
-    ``failed`` record with the error; only an interrupt escapes.
+    ``failed`` record with the error; only an interrupt escapes. A versioned point whose
+    versions (code, corpus, Python, torch) are not this process's fails without running
+    (``--retry-failed`` runs it again where they are).
     """
     import pandas as pd
 
     point = Point.from_dict(point_data)
     started, started_at = time.perf_counter(), _started_at(point)
     try:
+        mismatch = _versions_here(point)
+        if mismatch is not None:
+            raise PointFailed(mismatch)
         outcome = TASKS[point.task].run(point)
         status, error, table, headline, device = "ok", None, outcome.table, outcome.headline, outcome.device
     except PointFailed as failure:
@@ -331,5 +349,5 @@ def run_ray(points, out: Path, address: str | None, workers: int, lost: list | N
 def _failed_record(point: Point, error: str) -> tuple[dict, bytes]:
     import pandas as pd
 
-    record = _record(point, "failed", " ".join(error.split())[:2000], 0.0, "", {})
+    record = _record(point, "failed", " ".join(error.split())[:2000], 0.0, "", {}, "")  # started: not known
     return record, encode_point(record, pd.DataFrame())

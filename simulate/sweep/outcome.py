@@ -18,8 +18,6 @@ from typing import Any, Callable, NamedTuple
 
 import pandas as pd
 
-from simulate.runtime.versions import closure_version
-
 __all__ = ["Task", "TASKS", "register_task", "task_modules", "Outcome", "PointFailed", "merge_options"]
 
 class Outcome(NamedTuple):
@@ -54,17 +52,24 @@ def _no_check(setting, options: dict) -> None:
     return None
 
 
+def _no_corpus(options: dict) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class Task:
-    """One task: option checks (defaults filled in), the run of a point, its code version.
+    """One task: option checks (defaults filled in), the run of a point, what its points read.
 
-    The module that defines ``run`` is the task's home: its import closure is the task's code
-    version (:func:`simulate.runtime.versions.closure_version`), and a spawned worker imports
-    it to find the task (:data:`simulate.sweep.tasks.TASKS`). ``needs_gpu(options)`` says
-    whether a point asks for CUDA (``device = "cuda"``): the Ray engine requests a GPU for it.
-    A ``versioned`` task's code version is part of each point's key (a change of code means new
-    points); a task that is not (``study``: hours of training per spec) records the version
-    with each result instead.
+    The module that defines ``run`` is the task's home (:attr:`module`): its import closure is the
+    task's code version (``closure_version(task.module)``, :func:`simulate.runtime.versions.closure_version`),
+    and a spawned worker imports it to find the task (:data:`simulate.sweep.tasks.TASKS`).
+    ``needs_gpu(options)`` says whether a point asks for CUDA (``device = "cuda"``): the Ray engine
+    requests a GPU for it. ``corpus_digest(options)`` is the digest of the text a point reads
+    (:func:`simulate.training.data.corpus_digest`; ``''`` for a task that reads none). A
+    ``versioned`` task's points are keyed by the one key builder
+    (:func:`simulate.runtime.keys.result_key`) with the code version, the corpus digest, Python and
+    torch (a change of any means new points); a task that is not (``study``: hours of training
+    per spec) is keyed by its config alone and records those with each result instead.
     """
 
     name: str
@@ -74,15 +79,12 @@ class Task:
     check_setting: Callable[[Any, dict], None] = _no_check
     needs_gpu: Callable[[dict], bool] = field(default=lambda options: options.get("device") == "cuda")
     versioned: bool = True
+    corpus_digest: Callable[[dict], str] = _no_corpus
 
     @property
     def module(self) -> str:
         """The module that defines the task's run."""
         return self.run.__module__
-
-    def code_version(self) -> str:
-        """Digest of the sources that decide this task's numbers (a change means new points)."""
-        return closure_version(self.module)
 
 
 TASKS: dict[str, Task] = {}

@@ -23,11 +23,14 @@ options (docs in README "Sweeps")::
     metrics = ["var", "angular"]
 
 Every point's Setting and options are built and checked before anything runs: a bad value
-names the point and the field (:class:`SpecError`). A point's key is the sha256 of its full
-config (task, every Setting field, seed, options with defaults filled in, code version), so
-a spec that spells the same point differently finds the same result. A task that is not
-*versioned* (:attr:`simulate.sweep.tasks.Task.versioned`, the studies' points) leaves the
-code version out of the key and records it with the result instead.
+names the point and the field (:class:`SpecError`). A point's key is built by the one key
+builder (:func:`simulate.runtime.keys.result_key`) from its request (task, every Setting field,
+seed, options with defaults filled in) and its versions (the task's code version, the digest
+of the corpus it reads, Python and torch), so a spec that spells the same point differently
+finds the same result and other code, data or versions do not. A task that is not
+*versioned* (:attr:`simulate.sweep.tasks.Task.versioned`, the studies' points) is keyed by its
+config alone (:func:`simulate.runtime.keys.config_hash`, the code version ``''``) and records
+what made each result with the result instead.
 
 >>> sweep = parse_spec({"task": "predict", "setting": {"block": "linear", "width": 8},
 ...                     "axes": {"depth": [2, 4]}})
@@ -44,13 +47,13 @@ simulate.sweep.spec.SpecError: point 1 (depth=0): depth=0 is not allowed: an int
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from simulate.runtime.keys import config_hash, key_inputs, result_key
+from simulate.runtime.versions import closure_version
 from simulate.sweep.tasks import TASKS
 from theory.constraints import Integer
 from theory.setting import Setting, SettingError
@@ -60,7 +63,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10 (pyproject: tomli; python_version<'3.11')
     import tomli as tomllib
 
-__all__ = ["SpecError", "Point", "Sweep", "read_spec", "load_spec", "parse_spec", "config_hash", "SPEC_KEYS"]
+__all__ = ["SpecError", "Point", "Sweep", "read_spec", "load_spec", "parse_spec", "SPEC_KEYS"]
 
 SPEC_KEYS = ("task", "name", "setting", "axes", "zip", "seeds", "options")
 _FIELDS = tuple(f.name for f in fields(Setting))
@@ -70,24 +73,17 @@ class SpecError(ValueError):
     """A sweep spec that cannot run; the message is one line naming the key (and the point)."""
 
 
-def config_hash(config: dict) -> str:
-    """First 16 hex digits of the sha256 of ``config`` as canonical JSON (sorted keys).
-
-    >>> config_hash({"b": 1, "a": [1.0, None]}) == config_hash({"a": [1.0, None], "b": 1})
-    True
-    """
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 @dataclass(frozen=True)
 class Point:
     """One point of a sweep: a Setting, a seed (None for an unseeded task) and the task's options.
 
     ``axes`` holds this point's value of each swept field (the summary's config columns);
     ``code`` is the code version of the task's sources ('' for a task that is not
-    versioned). ``workdir``, not part of the config, is where a task may keep files of
-    its own beside the point's record (a study keeps each trained model there).
+    versioned) and ``versions`` what the point is keyed with
+    (:func:`simulate.runtime.keys.key_inputs`: that code version, the corpus digest, Python and
+    torch of the process that parsed the spec; empty for a task that is not versioned).
+    ``workdir``, not part of the config, is where a task may keep files of its own beside the
+    point's record (a study keeps each trained model there).
     """
 
     index: int
@@ -98,27 +94,34 @@ class Point:
     axes: dict
     code: str
     workdir: str | None = None
+    versions: dict = field(default_factory=dict)
+
+    def request(self) -> dict:
+        """What the point asks: task, Setting, seed, options."""
+        return {"task": self.task, "setting": self.setting.to_dict(), "seed": self.seed, "options": self.options}
 
     def config(self) -> dict:
-        """The full config that names the point: task, Setting, seed, options, code version."""
-        return {"task": self.task, "setting": self.setting.to_dict(), "seed": self.seed,
-                "options": self.options, "code": self.code}
+        """The full config that names the point: :meth:`request` and the code version."""
+        return {**self.request(), "code": self.code}
 
     @property
     def key(self) -> str:
-        """:func:`config_hash` of :meth:`config` (the point's file name)."""
-        return config_hash(self.config())
+        """The point's file name: :func:`simulate.runtime.keys.result_key` of :meth:`request` and
+        ``versions``; for a task that is not versioned, :func:`simulate.runtime.keys.config_hash` of
+        :meth:`config` (the versions left out)."""
+        return result_key(self.request(), self.versions) if self.versions else config_hash(self.config())
 
     def to_dict(self) -> dict:
         """JSON-ready form (what travels to a worker)."""
-        return {"index": self.index, "axes": self.axes, "workdir": self.workdir, **self.config()}
+        return {"index": self.index, "axes": self.axes, "workdir": self.workdir, "versions": self.versions,
+                **self.config()}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Point":
         """Inverse of :meth:`to_dict`."""
         return cls(index=data["index"], task=data["task"], setting=Setting.from_dict(data["setting"]),
                    seed=data["seed"], options=data["options"], axes=data["axes"], code=data["code"],
-                   workdir=data.get("workdir"))
+                   workdir=data.get("workdir"), versions=data.get("versions") or {})
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,7 @@ def parse_spec(data: dict, default_name: str = "sweep") -> Sweep:
         raise SpecError(f"options: {error}") from None
     groups = _axis_groups(data, [name for name in options if name not in _FIELDS])
     seeds = _seeds(data, task.seeded, task_name)
-    code = task.code_version() if task.versioned else ""
+    code = closure_version(task.module) if task.versioned else ""
     points, keys = [], {}
     combos = itertools.product(*[[dict(zip(g, row)) for row in zip(*g.values())] for g in groups])
     for combo in combos:
@@ -250,8 +253,9 @@ def parse_spec(data: dict, default_name: str = "sweep") -> Sweep:
             task.check_setting(setting, point_options)
         except (SettingError, ValueError, TypeError) as error:
             raise SpecError(f"point {len(points)} ({_describe(values)}): {error}") from None
+        versions = key_inputs(code, task.corpus_digest(point_options)) if task.versioned else {}
         for seed in seeds:
-            point = Point(len(points), task_name, setting, seed, point_options, values, code)
+            point = Point(len(points), task_name, setting, seed, point_options, values, code, versions=versions)
             if point.key in keys:
                 raise SpecError(f"points {keys[point.key]} and {point.index} have the same config "
                                 f"({_describe(values)}, seed={seed}): drop one")

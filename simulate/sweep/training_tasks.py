@@ -34,8 +34,8 @@ from simulate.sweep.outcome import Outcome, PointFailed, Task, merge_options, re
 from theory.constraints import Boolean, Choice, Integer, check_fields
 
 __all__ = ["TRAIN_DEFAULTS", "SCORES_DEFAULTS", "DEVICE", "SCORES_OPTIONS", "train_config", "check_train_options",
-           "check_scores_options",
-           "check_train_setting", "run_train", "run_scores", "TRAIN", "SCORES"]
+           "check_scores_options", "check_train_setting", "training_corpus", "run_train", "run_scores", "TRAIN",
+           "SCORES"]
 
 TRAIN_DEFAULTS = {"steps": 300, "batch": 16, "warmup": None, "data": "docs", "log_every": 50, "clip": 0.0,
                   "probe_batch": None, "moe_lns_top_k": False, "precision": "auto", "device": "auto"}
@@ -79,6 +79,14 @@ def check_train_setting(setting, options: dict) -> None:
     if not setting.causal:
         raise ValueError("causal=False is not allowed in train: a language model must not see the bytes it predicts")
     load_corpus(options["data"], setting.tokens)  # DataError (a ValueError) names the data
+
+
+def training_corpus(options: dict) -> str:
+    """The digest of the corpus a point trains on (:func:`simulate.training.data.corpus_digest` of ``data``):
+    part of a ``train`` or ``scores`` point's key."""
+    from simulate.training.data import corpus_digest
+
+    return corpus_digest(options["data"])
 
 
 def _train(point, out: Path):
@@ -135,5 +143,7 @@ def run_scores(point):
     return Outcome(scores, headline, device)
 
 
-TRAIN = register_task(Task("train", True, check_train_options, run_train, check_train_setting))
-SCORES = register_task(Task("scores", True, check_scores_options, run_scores, check_train_setting))
+TRAIN = register_task(Task("train", True, check_train_options, run_train, check_train_setting,
+                           corpus_digest=training_corpus))
+SCORES = register_task(Task("scores", True, check_scores_options, run_scores, check_train_setting,
+                            corpus_digest=training_corpus))

@@ -5,12 +5,14 @@
 ``DIR/train_layers.csv``, ``DIR/train_batch_layers.csv``, ``DIR/bridge.csv``,
 ``DIR/growth.csv`` (:mod:`simulate.training.report`), ``DIR/model.safetensors`` and
 ``DIR/checkpoint.safetensors``. ``--resume DIR`` continues an interrupted run of the same
-Setting and flags; ``--stop-at N`` checkpoints and stops after update N (continue later
-with ``--resume``); ``--quick`` is a tiny run (LLaMA preset, d=64, L=8, T=64, 4 heads,
-300 steps) unless flags say otherwise. Bad input (a Setting value, ``--steps 0``, data
-that cannot be used, a batch that does not fit in memory, a ``--resume`` directory of
-another run): one line on stderr, exit 2, nothing written. A loss that becomes nan: the
-logs are kept, one line names the step, exit 1.
+Setting and training flags (``--device``, ``--stop-at`` and ``--progress`` may change), made by
+the same code, corpus, Python and torch (:mod:`simulate.training.identity`); ``--stop-at N``
+checkpoints and stops after update N (continue later with ``--resume``); ``--quick`` is a tiny
+run (LLaMA preset, d=64, L=8, T=64, 4 heads, 300 steps) unless flags say otherwise. Bad input
+(a Setting value, ``--steps 0``, data that cannot be used, a batch that does not fit in
+memory, a ``--resume`` directory of another run or of one made by other code, data, Python or
+torch): one line on stderr naming what differs, exit 2, nothing written. A loss that becomes
+nan: the logs are kept, one line names the step, exit 1.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ __all__ = ["PROG", "QUICK", "build_parser", "main"]
 
 PROG = "python -m simulate train"
 QUICK = {"preset": "llama", "width": 64, "depth": 8, "tokens": 64, "heads": 4, "steps": 300}
-_RESUME_FREE = ("device",)  # flags a resumed run may change
 
 
 def build_parser() -> CliParser:
@@ -86,24 +87,17 @@ def _check_memory(setting, config: TrainConfig, device) -> None:
 
 
 def _check_resume(directory: Path, setting, config: TrainConfig) -> dict:
-    """The saved config of a resumable run in ``directory`` with this Setting and these flags, else exit 2."""
+    """The saved config of a resumable run in ``directory`` of this Setting, these flags, this code and data,
+    this Python and torch (:func:`simulate.training.identity.run_difference`), else exit 2."""
+    from simulate.training.identity import run_difference
     from simulate.training.run_directory import RunDirectory
 
     saved = RunDirectory(directory).saved_config
     if saved is None or checkpoint_step(directory) is None:
         fail(PROG, f"--resume {directory} is not allowed: no checkpoint of a training run there")
-    for name, value in setting.to_dict().items():
-        if saved.get("setting", {}).get(name, object()) != value:
-            fail(PROG, f"--resume {directory} is not allowed: it was trained with another Setting "
-                       f"({name}={saved['setting'].get(name)!r} there, {value!r} here)")
-    try:
-        before = TrainConfig.from_dict(saved.get("train", {})).resolved_dict()
-    except (TypeError, ValueError):
-        fail(PROG, f"--resume {directory} is not allowed: its config.json has no valid training flags")
-    for name, value in config.resolved_dict().items():
-        if name not in _RESUME_FREE and before.get(name) != value:
-            fail(PROG, f"--resume {directory} is not allowed: it was trained with {name}={before.get(name)!r}, "
-                       f"not {value!r}")
+    why = run_difference(saved, setting, config)
+    if why is not None:
+        fail(PROG, f"--resume {directory} is not allowed: it was made with {why}; train it again with --out")
     return saved
 
 

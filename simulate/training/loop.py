@@ -34,9 +34,9 @@ import torch
 from tqdm import tqdm
 
 from simulate.engine import matmul_precision_context, table_from_stats
-from simulate.runtime.versions import closure_version
 from simulate.training.checkpoint import MODEL, load_checkpoint, save_checkpoint, save_model
 from simulate.training.data import Corpus, epochs_seen, probe_batch, train_batch
+from simulate.training.identity import run_key, run_versions
 from simulate.training.model import CausalLM
 from simulate.training.probes import BATCH_METRICS, lm_loss, norms_table, probe, trace_statistics
 from simulate.training.report import RunLogs, bridge_table, growth_row
@@ -44,7 +44,7 @@ from theory.files import atomic_write
 from theory.constraints import Boolean, Choice, Integer, Optional, Real, check_fields
 
 __all__ = ["PRECISIONS", "CONFIG_CONSTRAINTS", "TrainConfig", "LossNotFinite", "learning_rate", "make_optimizer",
-           "code_version", "Trainer"]
+           "Trainer"]
 
 PRECISIONS = ("auto", "highest", "tf32", "bf16")
 # What each field of TrainConfig may hold (theory.constraints); warmup < steps is checked beside them.
@@ -52,10 +52,6 @@ CONFIG_CONSTRAINTS = {"steps": Integer(1), "batch": Integer(1), "log_every": Int
                       "warmup": Optional(Integer(0)), "probe_batch": Optional(Integer(1)),
                       "checkpoint_every": Optional(Integer(1)), "clip": Real(0.0, note="0 = no clipping"),
                       "moe_lns_top_k": Boolean(), "precision": Choice(*PRECISIONS)}
-def code_version() -> str:
-    """The code version of what a training run computes: this module's import closure
-    (:func:`simulate.runtime.versions.closure_version`)."""
-    return closure_version(__name__)
 
 
 @dataclass(frozen=True)
@@ -164,6 +160,9 @@ class Trainer:
         probe_x, probe_y = probe_batch(corpus, config.resolved_probe_batch, setting.tokens)
         self.probe_x, self.probe_y = probe_x.to(device), probe_y.to(device)
         self.logs, self.start, self.seconds = RunLogs(), 0, 0.0
+        # what makes this run (simulate.training.identity), fixed with the code this process imported
+        self.versions = run_versions(corpus.digest)
+        self.key = run_key(setting, config, corpus.digest)
 
     def resume(self) -> int:
         """Load ``out``'s checkpoint and the log rows before it; returns the step to continue from."""
@@ -222,8 +221,8 @@ class Trainer:
 
     def write_config(self, status: str, step: int, **extra) -> None:
         body = {**self.header, "data": self.data_record(), "setting": self.setting.to_dict(),
-                "train": self.config.to_dict(),
-                "code": code_version(), "device": self.device.type, "precision": self.precision, "status": status,
+                "train": self.config.to_dict(), "code": self.versions["code"], "key": self.key,
+                "versions": self.versions, "device": self.device.type, "precision": self.precision, "status": status,
                 "step": step, "seconds": round(self.seconds, 3), **extra}
         atomic_write(self.out / "config.json",
                      lambda temp: Path(temp).write_text(json.dumps(body, indent=2, sort_keys=True) + "\n"))

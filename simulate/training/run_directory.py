@@ -5,8 +5,9 @@ directory of these files (columns: :mod:`simulate.training.report`):
 
 ========================  ==========================================================
 ``config.json``           the Setting (``setting``), the training options (``train``),
-                          the code version (``code``), ``status`` (``running``/``done``)
-                          and the last ``step``
+                          the run's ``key`` and what made it (``versions``: code, corpus
+                          digest, Python, torch; ``code`` again on its own), ``status``
+                          (``running``/``done``) and the last ``step``
 ``loss.csv``              training loss at every step, held-out loss at logged steps
 ``train_layers.csv``      per-layer statistics of the probe batch at logged steps
 ``model.safetensors``     the trained model (:data:`simulate.training.checkpoint.MODEL`)
@@ -15,8 +16,8 @@ directory of these files (columns: :mod:`simulate.training.report`):
 
 :class:`RunDirectory` is the only code that reads them; anything unusable raises
 :class:`RunError`, one line naming the file. :func:`train_into` trains a Setting into a
-directory: a finished run of the same code is kept, an interrupted one resumes from its
-checkpoint, one of other code starts again.
+directory: a finished run of the same request and versions is kept, an interrupted one
+resumes from its checkpoint, any other starts again (:mod:`simulate.training.identity`).
 
 >>> import tempfile
 >>> run = RunDirectory(tempfile.mkdtemp())
@@ -31,6 +32,7 @@ simulate.training.run_directory.RunError: run directory ... is not allowed: no c
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from functools import cached_property
 from pathlib import Path
@@ -46,6 +48,7 @@ CONFIG = "config.json"
 LOSS = "loss.csv"
 LAYERS = "train_layers.csv"
 GROWTH = "growth.csv"
+_LOG = logging.getLogger("simulate.training")
 
 
 class RunError(ValueError):
@@ -157,25 +160,29 @@ def train_into(directory, setting, config, device, header: dict | None = None, p
     """Train ``setting`` with ``config`` (a :class:`~simulate.training.loop.TrainConfig`) into ``directory``;
     the seconds spent training (over every attempt).
 
-    A finished run of the same code and options is kept as it is; an unfinished one resumes from its
-    checkpoint; a run of other code or other options is removed and trained again. Once done, the
-    checkpoint is removed (``model.safetensors`` is the model). A non-finite loss raises
+    A finished run of the same Setting, options, code, corpus, Python and torch
+    (:func:`simulate.training.identity.run_difference`) is kept as it is; an unfinished one resumes from
+    its checkpoint; any other run is removed and trained again, with one warning line (logger
+    ``simulate.training``) naming what differs. Once done, the checkpoint is removed
+    (``model.safetensors`` is the model). A non-finite loss raises
     :class:`~simulate.training.loop.LossNotFinite` with the logs kept.
     """
     from simulate.training.data import load_corpus
-    from simulate.training.loop import Trainer, code_version
+    from simulate.training.identity import run_difference
+    from simulate.training.loop import Trainer
 
     run = RunDirectory(directory)
+    corpus = load_corpus(config.data, setting.tokens)
     saved = run.saved_config
-    same = saved is not None and saved.get("code") == code_version() and saved.get("train") == config.to_dict()
-    if saved is not None and not same:
+    why = None if saved is None else run_difference(saved, setting, config)
+    if why is not None:
+        _LOG.warning("%s is trained again: it was made with %s", run.path, why)
         shutil.rmtree(run.path)
         saved = None
     run.path.mkdir(parents=True, exist_ok=True)
     if saved is not None and run.finished:
         return float(saved.get("seconds", 0.0))
-    trainer = Trainer(setting, config, load_corpus(config.data, setting.tokens), device, run.path, header=header,
-                      progress=progress)
+    trainer = Trainer(setting, config, corpus, device, run.path, header=header, progress=progress)
     if saved is not None and checkpoint_step(run.path) is not None:
         trainer.resume()
     trainer.run()

@@ -15,9 +15,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from simulate.cache import FORMAT_VERSION, CorruptRun, cached_simulate, code_version, engine_sources, load_run, save_run
+from simulate.cache import (ENGINE_ENTRIES, FORMAT_VERSION, CorruptRun, cached_simulate, engine_sources, load_run,
+                            save_run)
 from simulate.engine.tables import COLUMNS
-from simulate.runtime.versions import PACKAGES
+from simulate.runtime.versions import PACKAGES, closure_version
 from theory import Setting
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,15 +209,15 @@ def test_editing_any_engine_source_changes_the_key_and_a_report_does_not(source_
     root = source_copy
     sources = engine_sources(root)
     assert sources == engine_sources() and "simulate/engine/stack.py" in sources
-    before = code_version(root)
-    assert before == code_version()
+    before = closure_version(*ENGINE_ENTRIES, root=root)
+    assert before == closure_version(*ENGINE_ENTRIES)
     for name in sources + ["simulate/verify.py", "paper_figs/profiles.py"]:
         path = root / name
         original = path.read_bytes()
         path.write_bytes(original + b"\n# edited\n")
-        assert (code_version(root) != before) == (name in sources), name
+        assert (closure_version(*ENGINE_ENTRIES, root=root) != before) == (name in sources), name
         path.write_bytes(original)
-    assert code_version(root) == before
+    assert closure_version(*ENGINE_ENTRIES, root=root) == before
 
 
 def test_a_module_the_engine_starts_to_import_is_in_the_key(source_copy):
@@ -227,6 +228,6 @@ def test_a_module_the_engine_starts_to_import_is_in_the_key(source_copy):
     blocks.write_text(blocks.read_text() + "\n\ndef _scale():\n    from simulate.new_part import SCALE\n\n"
                       "    return SCALE\n")
     assert "simulate/new_part.py" in engine_sources(root)
-    before = code_version(root)
+    before = closure_version(*ENGINE_ENTRIES, root=root)
     (root / "simulate" / "new_part.py").write_text("SCALE = 2.0\n")
-    assert code_version(root) != before
+    assert closure_version(*ENGINE_ENTRIES, root=root) != before

@@ -1,11 +1,10 @@
 """Every code version is the digest of an import closure: an edit that changes a result is a new version, an
 edit that changes no number (a verdict's wording) is not.
 
-The versions: the trainer's (:func:`simulate.training.loop.code_version`, the cached trainings and the
-run directories), the scores' (:func:`simulate.scores.runs.scores_version`, the cached scores of
-``verify --trained`` and the figures) and each sweep task's (:meth:`simulate.sweep.outcome.Task.code_version`,
-part of a sweep point's key; recorded with a study point). Each is checked on a copy of the sources, edited
-one file at a time.
+The versions: the trainer's (:data:`simulate.training.identity.TRAINER`'s closure, the cached trainings and
+the run directories), the scores' (``simulate.scores.runs``'s, the cached scores of ``verify --trained``, the
+figures and a study point's scores) and each sweep task's (its home module's, part of a sweep point's key;
+recorded with a study point). Each is checked on a copy of the sources, edited one file at a time.
 """
 
 from __future__ import annotations
@@ -25,13 +24,18 @@ def _versions(root) -> dict[str, str]:
     return {name: closure_version(module, root=root) for name, module in VERSIONS.items()}
 
 
-def test_the_versions_are_those_the_code_records():
-    from simulate.scores.runs import scores_version
-    from simulate.training.loop import code_version
+def test_the_versions_are_those_the_code_records(tmp_path):
+    from simulate.scores.runs import scores_request
+    from simulate.sweep.spec import parse_spec
+    from simulate.training.identity import TRAINER, run_versions
 
-    assert closure_version(VERSIONS["trainer"]) == code_version()
-    assert closure_version(VERSIONS["scores"]) == scores_version()
-    assert all(TASKS[name].code_version() == closure_version(TASKS[name].module) for name in TASKS)
+    assert VERSIONS["trainer"] == TRAINER and run_versions("")["code"] == closure_version(TRAINER)
+    run = tmp_path / "run"  # a run's Setting is all that the scores at init need
+    run.mkdir()
+    (run / "config.json").write_text('{"setting": {"depth": 2, "width": 8}}')
+    assert scores_request(run, at_init=True)[1]["code"] == closure_version(VERSIONS["scores"])
+    point = parse_spec({"task": "train", "setting": {"depth": 2, "width": 8}}).points[0]
+    assert point.code == point.versions["code"] == closure_version(VERSIONS["task train"])
 
 
 @pytest.mark.parametrize("edited, changed", [

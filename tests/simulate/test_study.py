@@ -80,6 +80,48 @@ def test_every_model_is_trained_once_and_scored(tiny_study):
         assert config["status"] == "done" and config["data"]["name"] == "docs" and config["data"]["epochs"] > 0
 
 
+def test_a_models_record_says_what_made_it(tiny_study):
+    from simulate.runtime.keys import environment
+    from simulate.training.data import corpus_digest
+
+    study, out, _ = tiny_study
+    for point in study.sweep.points:
+        record, _ = read_point(out, point.key)
+        headline, config = record["headline"], json.loads((out / "runs" / point.key / "config.json").read_text())
+        scored = json.loads((out / "runs" / point.key / "scores" / "config.json").read_text())
+        assert headline["code_train"] == config["versions"]["code"]
+        assert headline["code_scores"] == scored["versions"]["code"]
+        assert headline["data"] == corpus_digest("docs") == scored["versions"]["data"]
+        assert {k: headline[k] for k in ("python", "torch")} == environment()
+
+
+def test_a_points_scores_are_reused_only_when_they_are_its_own(tiny_study, tmp_path, monkeypatch, caplog):
+    """``run/scores`` made by other scores code is scored again (one warning line), its own is read back."""
+    import logging
+
+    from simulate.runtime import versions
+    from simulate.scores import runs
+    from simulate.study.point import _score
+
+    study, out, _ = tiny_study
+    point = study.sweep.points[0]
+    run = tmp_path / "run"
+    shutil.copytree(out / "runs" / point.key, run)
+    calls, score_run = [], runs.score_run
+    monkeypatch.setattr(runs, "score_run", lambda *a, **k: calls.append(1) or score_run(*a, **k))
+    kept = _score(point, run, "cpu")
+    assert not calls and kept[2] == json.loads((run / "scores" / "config.json").read_text())
+    monkeypatch.setattr(runs, "closure_version", lambda *entries, **kw: "f" * 16 if entries == (runs.__name__,)
+                        else versions.closure_version(*entries, **kw))  # the scores' sources, edited
+    with caplog.at_level(logging.WARNING, logger="simulate.scores"):
+        scores, _, record = _score(point, run, "cpu")
+    assert calls == [1] and "code=" in caplog.text and len(caplog.records) == 1, caplog.text
+    assert record["versions"]["code"] == "f" * 16 and record["key"] != kept[2]["key"]
+    assert json.loads((run / "scores" / "config.json").read_text()) == record
+    pd.testing.assert_frame_equal(scores, kept[0], check_exact=False)  # the same numbers, scored again
+    assert _score(point, run, "cpu")[2] == record and calls == [1]  # now its own: read back
+
+
 def test_the_reports_have_a_row_per_model_claim_and_cell(tiny_study):
     study, out, _ = tiny_study
     results = read_study(out, "tiny")

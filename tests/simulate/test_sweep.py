@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simulate.runtime.keys import result_key
 from simulate.sweep import SpecError, load_spec, parse_spec, read_point, read_summary, run_sweep
-from simulate.sweep.spec import config_hash
 from theory import Setting
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def test_the_key_is_the_full_config_not_its_spelling():
     explicit = parse_spec({"task": "run", "setting": {"preset": "llama"},
                            "axes": {"width": [32], "heads": [2], "depth": [4]},
                            "options": {"metrics": "var", "device": "auto"}}).points[0]
-    assert spelled.key == explicit.key == config_hash(spelled.config())
+    assert spelled.key == explicit.key == result_key(spelled.request(), spelled.versions)
     other_seed = parse_spec({"task": "run", "seeds": [1], "setting": {"preset": "llama", "width": 32, "heads": 2,
                                                                       "depth": 4}}).points[0]
     assert other_seed.key != spelled.key
