@@ -5,6 +5,7 @@
 batches), :mod:`~simulate.training.loop` (optimiser, schedule, the training loop),
 :mod:`~simulate.training.checkpoint` (safetensors checkpoints, resume, :func:`load_model`),
 :mod:`~simulate.training.run_directory` (a run's files, read by one owner; :func:`train_into`),
+:mod:`~simulate.training.identity` (a run's key and what made it: code, corpus, Python, torch),
 :mod:`~simulate.training.probes` (per-layer statistics), :mod:`~simulate.training.report`
 (the files, the bridge and growth fits per logged step), :mod:`~simulate.training.budget`
 (memory estimate), :mod:`~simulate.bench.training` (``bench --train``). Definitions:
