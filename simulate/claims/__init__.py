@@ -3,16 +3,17 @@
 A newcomer finds every trained verdict here:
 
 - :mod:`~simulate.claims.definitions`: every claim of P1 and P2 (one :class:`Claim` each, one
-  id; its source, statistic, schemes, claimed sign and directions, :class:`Kind`);
+  id; its source, statistic, schemes, claimed sign and directions, :class:`Kind`, the papers'
+  effect size where they give one);
 - :mod:`~simulate.claims.statistics`: one model's statistics at one stage
   (:class:`ModelStatistics` from its :class:`ModelEvidence`);
-- :mod:`~simulate.claims.verdicts`, :mod:`~simulate.claims.intervals`,
-  :mod:`~simulate.claims.judgement`: the :class:`Verdict` words, the :class:`Interval` type
-  with its one formatter, the :class:`Judgement` record;
-- :mod:`~simulate.claims.growth`: growth classes of variance profiles and their verdicts;
-- :mod:`~simulate.claims.trends`: slopes along an axis, zero crossings;
-- :mod:`~simulate.claims.inference`: the confidence, multiplicity method and bootstrap resamples of a
-  report (:class:`Inference`);
+- :mod:`~simulate.claims.judgement`: the :class:`Interval` (with its confidence and method), the
+  :class:`Inference` settings of a report, the typed :class:`Judgement` and :class:`TrendJudgement`;
+  their words are the enums of :mod:`theory.verdicts`;
+- :mod:`~simulate.claims.growth`: growth classes of variance profiles (a profile over its blocks);
+- :mod:`~simulate.claims.depth_laws`: laws of a whole-model statistic across depth;
+- :mod:`~simulate.claims.trends`: slopes along an axis, what a design can detect, zero crossings;
+- :mod:`~simulate.claims.calibration`: a report's verdict rules simulated on its own design;
 - :mod:`~simulate.claims.across_runs`: the judge of ``verify --trained`` (groups of runs);
 - :mod:`~simulate.claims.along_axes`: the judge of a study (cells and trends of its axes).
 
@@ -29,26 +30,27 @@ from simulate.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:  # never run; it shows the package's modules to type checkers and to the source walker of
     # simulate.runtime.versions.import_closure (code versions, the import-graph test)
-    from simulate.claims import (across_runs, along_axes, definitions, growth, inference, intervals,  # noqa: F401
-                                 judgement, statistics, trends, verdicts)
+    from simulate.claims import (across_runs, along_axes, calibration, definitions, depth_laws,  # noqa: F401
+                                 growth, judgement, statistics, trends)
 
 _NAMES = {
-    "simulate.claims.verdicts": ("Verdict",),
-    "simulate.claims.intervals": ("Interval", "NO_INTERVAL", "Difference", "t_interval", "welch_interval",
-                                   "difference_interval", "share_interval"),
-    "simulate.claims.definitions": ("SIZE_AXES", "Kind", "GrowthRule", "KNOBS", "Claim", "CLAIMS",
+    "simulate.claims.judgement": ("Interval", "NO_INTERVAL", "Difference", "t_interval", "welch_interval",
+                                  "difference_interval", "share_interval", "MULTIPLICITY_METHODS", "INFERENCE_FIELDS",
+                                  "Inference", "Judgement", "TrendJudgement"),
+    "simulate.claims.definitions": ("SIZE_AXES", "Kind", "Reference", "GrowthRule", "KNOBS", "Claim", "CLAIMS",
                                     "applicable_claims", "growth_claim", "sparser"),
-    "simulate.claims.judgement": ("Judgement",),
-    "simulate.claims.inference": ("MULTIPLICITY_METHODS", "INFERENCE_FIELDS", "Inference"),
-    "simulate.claims.statistics": ("REMOVABLE_FRACTION", "SHARE_STATISTICS", "STATISTICS", "ModelEvidence", "ModelStatistics", "halves",
-                                   "model_statistics"),
+    "simulate.claims.statistics": ("NEGLIGIBLE_FRACTION", "SHARE_STATISTICS", "STATISTICS", "ModelEvidence",
+                                   "ModelStatistics", "halves", "model_statistics"),
     "simulate.claims.growth": ("EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "growth_summary",
                                "describe_growth", "judge_growth"),
-    "simulate.claims.trends": ("LACK_OF_FIT_LEVEL", "Cells", "cells_of", "Trend", "fit_trend", "direction_verdict",
-                               "holm", "Crossing", "cell_crossing", "describe_crossing"),
+    "simulate.claims.depth_laws": ("DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law"),
+    "simulate.claims.trends": ("POWER", "Cells", "cells_of", "Trend", "fit_trend", "detectable_slope",
+                               "direction_verdict", "describe_shape", "Crossing", "cell_crossing", "describe_crossing"),
+    "simulate.claims.calibration": ("SCENARIOS", "calibrate"),
     "simulate.claims.across_runs": ("VERIFY_OPTIONS", "VERIFY_GROUPS", "JudgedRun", "RunJudgement", "judged_run",
                                     "judge_runs"),
-    "simulate.claims.along_axes": ("LEVEL_COLUMNS", "TREND_COLUMNS", "claim_samples", "level_rows", "trend_rows"),
+    "simulate.claims.along_axes": ("IDENTIFIABLE_BLOCKS", "STABLE_FRACTION", "claim_samples", "growth_verdict",
+                                   "judge_levels", "judge_trends", "needs"),
 }
 _HOMES = {name: module for module, names in _NAMES.items() for name in names}
 __all__ = list(_HOMES)

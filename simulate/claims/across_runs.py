@@ -30,12 +30,11 @@ import numpy as np
 
 from simulate.claims.definitions import CLAIMS, KNOBS, Claim, Kind, sparser
 from simulate.claims.growth import growth_summary, judge_growth
-from simulate.claims.intervals import NO_INTERVAL, difference_interval, t_interval
-from simulate.claims.judgement import Judgement
+from simulate.claims.judgement import NO_INTERVAL, Judgement, difference_interval, t_interval
 from simulate.claims.statistics import ModelEvidence, model_statistics
-from simulate.claims.verdicts import Verdict
 from simulate.engine import CONFIDENCE
 from simulate.scores.compute import ScoreOptions
+from theory.verdicts import Verdict
 
 __all__ = ["VERIFY_OPTIONS", "VERIFY_GROUPS", "JudgedRun", "RunJudgement", "judged_run", "judge_runs"]
 
@@ -154,8 +153,8 @@ def _difference(claim: Claim, first_runs, second_runs, first: bool, confidence: 
     a, b = _by_seed(first_runs, first, claim.statistic), _by_seed(second_runs, first, claim.statistic)
     if not (_measured(a.values()) and _measured(b.values())):
         return _not_measured(claim, len(a) + len(b))
-    estimate, n, method = difference_interval(a, b, confidence)
-    means = f" ({np.nanmean(list(a.values())):.4g} against {np.nanmean(list(b.values())):.4g}, {method})"
+    estimate, n = difference_interval(a, b, confidence)
+    means = f" ({np.nanmean(list(a.values())):.4g} against {np.nanmean(list(b.values())):.4g}, {estimate.method})"
     return Judgement(claim, claim.statistic, estimate, estimate.signed_verdict(claim.sign), n,
                      comment=_claim_words(claim, estimate, means))
 

@@ -1,184 +1,385 @@
 """The study's judge: each claim per cell of a study's axes (its level) and along each axis (its trend).
 
 A study's models are judged here from their :class:`~simulate.claims.statistics.ModelStatistics`
-(any object with ``status``, ``scheme``, ``seed``, ``cell(fields)``, ``stats`` and
-``profiles``: :class:`simulate.study.analysis.Model`).
+(any object with ``status``, ``scheme``, ``seed``, ``value(field)``, ``cell(fields)``, ``stats`` and
+``profiles``: :class:`simulate.study.analysis.Model`), given as *lines*: ``{name: models}``, the
+models a comparison may use (a tuned study's ``tuned`` line, every cell at its chosen rate, and its
+``fixed`` line, the cells at each scheme's fixed rate, both without the tuning seeds; an untuned
+study's ``trained`` line). The study (:class:`simulate.study.spec.Study`) gives the claims, fields,
+axes, stability lengths and :class:`~simulate.claims.judgement.Inference`.
 
-``levels``
-    One row per claim and *cell* (one value of each swept field but the scheme): the
-    statistic's mean over seeds with its 95 % t interval (a claim on two schemes: the
-    first scheme minus the second, :func:`~simulate.claims.intervals.difference_interval`, paired
-    by seed where the two schemes have the same seeds in the cell) and, for a claimed sign,
-    its verdict (the interval at the report's :class:`~simulate.claims.inference.Inference` confidence).
-    Growth claims give :func:`simulate.claims.growth.judge_growth`'s rows pooled
-    over seeds, with the ``growth_class``; ``every_step`` gives the growth class at every
-    logged step in its ``detail``.
-``trends``
-    One row per claim, study axis and group (the values of the swept fields that stay fixed
-    along the axis), at the level of the design (:mod:`simulate.claims.trends`): the slope of
-    the cell means against log(axis) with its lack-of-fit p, the difference between the last
-    and the first cell, the method of the direction verdict with its raw and adjusted p (Holm's
-    or Benjamini-Hochberg's, :class:`~simulate.claims.inference.Inference`; the family: every
-    direction verdict of the table), the claimed direction and its verdict,
-    and where a signed claim's cell means change sign.
-
-Verdict of the every-step claim at a cell: ``holds`` when the pooled growth class is
-exponential with a rate interval above 0 at every logged step after step 0, ``violated``
-when it is polynomial at every one, ``inconclusive`` otherwise.
+Levels (:func:`judge_levels`, one :class:`~simulate.claims.judgement.Judgement` per claim and cell)
+    the statistic's mean over seeds with its t interval (two schemes: their difference paired by
+    seed), the signed verdict, the smallest effect its test detects at 80 % power and, against the
+    papers' effect (:class:`~simulate.claims.definitions.Reference`), ``design cannot resolve``
+    where that exceeds it. Unadjusted: each level is a statement about its own cell. Growth claims
+    give the profile's growth class over its own blocks as a *description* (no verdict; P1 bounds
+    the growth across depth, judged in the trends), ``not identifiable`` where the model has fewer
+    blocks than :data:`IDENTIFIABLE_BLOCKS`; the every-step claim (P1 Fig. 9, a statement on the
+    profile) is judged where the profile can identify a class.
+Trends (:func:`judge_trends`, one :class:`~simulate.claims.judgement.TrendJudgement` per claim, axis, group, line)
+    :mod:`simulate.claims.trends`: the cell means' slope, its direction verdict with the family's
+    adjusted p (the family: every full-length direction verdict of the report, both lines; the
+    shorter length's are evidence of stability, unadjusted), what the design can detect and would
+    need. A growth claim along depth is judged as P1 states it: ``log var_L`` against ``log L``
+    across the depth cells, whose slope is the exponent of ``var_L ~ L^p``, against the claim's
+    bounds (:func:`growth_verdict`; unadjusted), the exponential ``var_L ~ e^(rL)`` beside it.
+Stability (both)
+    the change of the statistic between the shorter and the full length, paired by seed, with its
+    interval (a trend's: the slope of the per-model changes): ``stable`` where it lies within half the
+    full-length effect, ``moves`` where it excludes 0 otherwise, ``unresolved`` else.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
-import pandas as pd
 
 from simulate.claims.definitions import CLAIMS, Claim, Kind
-from simulate.claims.growth import growth_summary, judge_growth
-from simulate.claims.inference import Inference
-from simulate.claims.intervals import Interval, NO_INTERVAL, difference_interval, share_interval, t_interval
+from simulate.claims.depth_laws import fit_depth_law
+from simulate.claims.growth import EXPONENT_TOLERANCE, describe_growth, growth_summary
+from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDesign, TrendJudgement,
+                                       share_interval, t_interval)
 from simulate.claims.statistics import SHARE_STATISTICS
-from simulate.claims.trends import cell_crossing, describe_crossing, direction_verdict, fit_trend
-from simulate.claims.verdicts import Verdict
+from simulate.claims.trends import cell_crossing, describe_crossing, detectable_slope, direction_verdict, fit_trend
+from theory.verdicts import GrowthClass, Stability, Verdict
 
-__all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "claim_samples", "level_rows", "trend_rows"]
+__all__ = ["IDENTIFIABLE_BLOCKS", "STABLE_FRACTION", "claim_samples", "growth_verdict", "judge_levels",
+           "judge_trends", "needs"]
 
-LEVEL_COLUMNS = ("claim", "source", "statistic", "scheme", "n", "mean", "low", "high", "verdict", "growth_class",
-                 "detail")  # the cell's fields come after "scheme"
-TREND_COLUMNS = ("claim", "source", "statistic", "scheme", "axis", "group", "n", "failed", "pending", "cells", "slope",
-                 "low", "high", "lack_of_fit_p", "contrast", "contrast_low", "contrast_high", "method", "p_value",
-                 "p_adjusted", "direction", "verdict", "crossing", "crossing_low", "crossing_high", "crossing_note")
+# The fewest blocks at which a profile's growth class is told apart in most synthetic studies of three seeds
+# (docs/studies.md#growth-across-depth: 75 % correct at L = 32, below 40 % at L <= 16).
+IDENTIFIABLE_BLOCKS = 32
+STABLE_FRACTION = 0.5  # a change within this fraction of the full-length effect is small: stable
 
 
-def claim_samples(claim: Claim, models, fields) -> list[tuple[tuple, float]]:
-    """``(cell, value)`` per seed of the claim's statistic among ``models`` (ok ones): one scheme's values,
-    or the first scheme's minus the second's, paired by cell and seed."""
+def claim_samples(claim: Claim, models, fields, statistic: str | None = None) -> list[tuple[tuple, int, float]]:
+    """``(cell, seed, value)`` of the claim's statistic (or ``statistic``) among ``models`` (ok ones): one scheme's
+    values, or the first scheme's minus the second's, paired by cell and seed."""
+    name = statistic or claim.statistic
     ok = [m for m in models if m.status == "ok"]
     if not claim.paired:
-        return [(m.cell(fields), m.stats.value(claim.statistic)) for m in ok if m.scheme == claim.schemes[0]]
-    first, second = ({(m.cell(fields), m.seed): m.stats.value(claim.statistic) for m in ok if m.scheme == scheme}
+        return [(m.cell(fields), m.seed, m.stats.value(name)) for m in ok if m.scheme == claim.schemes[0]]
+    first, second = ({(m.cell(fields), m.seed): m.stats.value(name) for m in ok if m.scheme == scheme}
                      for scheme in claim.schemes)
-    return [(cell, value - second[(cell, seed)]) for (cell, seed), value in first.items() if (cell, seed) in second]
+    return [(cell, seed, value - second[(cell, seed)]) for (cell, seed), value in first.items()
+            if (cell, seed) in second]
 
 
-def _level_row(claim: Claim, fields, cell, statistic: str, estimate: Interval, n: int, verdict, detail: str = "",
-               label: str = "") -> dict:
-    return {"claim": claim.id, "source": claim.source, "statistic": statistic, "scheme": "-".join(claim.schemes),
-            **dict(zip(fields, cell)), "n": n, "mean": estimate.estimate, "low": estimate.low, "high": estimate.high,
-            "verdict": str(verdict), "growth_class": label, "detail": detail}
+def _detectable_level(estimate: Interval, n: int, alpha: float) -> float:
+    """The smallest effect a cell's t interval detects at 80 % power (its standard error on n - 1 dof)."""
+    return detectable_slope(estimate.se, n - 1, alpha) if n > 1 else math.nan
 
 
-def _growth_levels(claim: Claim, fields, cell, members, confidence: float) -> list[dict]:
-    curves = [m.profiles[max(m.profiles)] for m in members if m.status == "ok" and m.scheme == claim.schemes[0]]
-    if not curves:
-        return []
-    return [_level_row(claim, fields, cell, j.statistic, j.estimate, len(curves), j.verdict, j.comment,
-                       j.growth_class)
-            for j in judge_growth(claim, growth_summary(np.stack(curves), confidence))]  # curves: (S, L+1)
+def _stability(full: Interval, change: Interval) -> Stability | None:
+    """The stability word of a change (module docstring); None without a change to judge."""
+    if not (change.bounded and math.isfinite(full.estimate)):
+        return None
+    margin = STABLE_FRACTION * abs(full.estimate)
+    if -margin < change.low and change.high < margin:
+        return Stability.STABLE
+    if change.low > 0 or change.high < 0:
+        return Stability.MOVES
+    return Stability.UNRESOLVED
 
 
-def _every_step_levels(claim: Claim, fields, cell, members, confidence: float) -> list[dict]:
-    ok = [m for m in members if m.status == "ok" and m.scheme == claim.schemes[0]]
-    if not ok:
-        return []
-    steps = sorted(set.intersection(*(set(m.profiles) for m in ok)) - {0})
-    labels = []
-    for step in steps:
-        summary = growth_summary(np.stack([m.profiles[step] for m in ok]), confidence)  # (S, L+1)
-        exponential = summary.label == "exponential" and summary.rate.low > 0
-        labels.append("exponential" if exponential else summary.label)
-    count = sum(label == "exponential" for label in labels)
-    if steps and count == len(steps):
-        verdict = Verdict.HOLDS
-    elif steps and all(label == "polynomial" for label in labels):
-        verdict = Verdict.VIOLATED
+def _shorter_cell(study, fields, cell: tuple) -> tuple | None:
+    """The same cell at the shorter length, for a cell at the full length of a stability study; else None."""
+    if not study.stability or "steps" not in fields:
+        return None
+    shorter, full = study.stability
+    index = fields.index("steps")
+    return cell[:index] + (shorter,) + cell[index + 1:] if cell[index] == full else None
+
+
+def _by_cell(samples) -> dict[tuple, dict[int, float]]:
+    """``{cell: {seed: value}}`` of ``(cell, seed, value)`` samples."""
+    cells: dict[tuple, dict[int, float]] = {}
+    for cell, seed, value in samples:
+        cells.setdefault(cell, {})[seed] = value
+    return cells
+
+
+def _change(by_cell: dict, cell: tuple, partner: tuple | None, confidence: float) -> Interval:
+    """The full-length value minus the shorter one, paired by seed, with its t interval (none without twins)."""
+    if partner is None or partner not in by_cell:
+        return NO_INTERVAL
+    now, before = by_cell[cell], by_cell[partner]
+    return t_interval([now[seed] - before[seed] for seed in sorted(now) if seed in before], confidence)
+
+
+def _level(claim: Claim, values: list[float], blocks, confidence: float) -> Interval:
+    """A cell's mean over seeds with its interval: a share's (:func:`share_interval`), or Student's t over the
+    seeds (over the seeds' pairs for a difference of two schemes)."""
+    if claim.statistic in SHARE_STATISTICS:
+        return share_interval(values, blocks, confidence)
+    estimate = t_interval(values, confidence)
+    return dataclasses.replace(estimate, method="t over seed pairs") if claim.paired and estimate.bounded \
+        else estimate
+
+
+def judge_levels(study, lines: dict) -> list[Judgement]:
+    """One judgement per claim and cell of the study's first line (module docstring)."""
+    models = next(iter(lines.values()))
+    fields = list(study.cell_fields())
+    inference = study.inference
+    out = []
+    for claim in (CLAIMS[name] for name in study.claims):
+        if claim.kind is Kind.GROWTH:
+            out += _growth_levels(claim, models, fields, inference.confidence)
+        elif claim.kind is Kind.EVERY_STEP:
+            out += _every_step_levels(claim, models, fields, inference.confidence)
+        else:
+            by_cell = _by_cell(claim_samples(claim, models, fields))
+            for cell, values in sorted(by_cell.items()):
+                blocks = [m.stats.blocks for m in models if m.status == "ok" and m.cell(fields) == cell
+                          and m.scheme == claim.schemes[0]]
+                estimate = _level(claim, list(values.values()), blocks, inference.confidence)
+                change = _change(by_cell, cell, _shorter_cell(study, fields, cell), inference.confidence)
+                out.append(_signed_level(claim, dict(zip(fields, cell)), estimate, values, inference, change))
+    return out
+
+
+def _signed_level(claim: Claim, cell: dict, estimate: Interval, values: dict, inference, change) -> Judgement:
+    n = int(np.isfinite(list(values.values())).sum())
+    detectable = _detectable_level(estimate, n, inference.alpha)
+    if claim.sign is None:
+        verdict = Verdict.NO_DIRECTION
+    elif math.isnan(estimate.estimate):
+        verdict = Verdict.NOT_MEASURED
     else:
-        verdict = Verdict.INCONCLUSIVE
-    classes = ", ".join(f"{step}: {label[:3]}" for step, label in zip(steps, labels))
-    share = Interval(count / len(steps)) if steps else NO_INTERVAL
-    return [_level_row(claim, fields, cell, "exponential_step_share", share, len(ok), verdict,
-                       f"exponential at {count} of {len(steps)} logged steps after step 0 ({classes})")]
+        verdict = estimate.signed_verdict(claim.sign)
+        reference = claim.reference.level if claim.reference else None
+        if verdict is Verdict.INCONCLUSIVE and reference is not None and not detectable <= abs(reference):
+            verdict = Verdict.UNRESOLVABLE
+    return Judgement(claim, claim.statistic, estimate, verdict, n, cell=cell, detectable=detectable,
+                     stability=_stability(estimate, change), change=change)
 
 
-def _level(claim: Claim, members, confidence: float) -> tuple[Interval, int]:
-    """The statistic's mean over the cell's seeds with its t interval, or for two schemes their difference
-    (:func:`simulate.claims.intervals.difference_interval`, as ``verify --trained`` compares two groups)."""
-    ok = [m for m in members if m.status == "ok"]
-    by_seed = [{m.seed: m.stats.value(claim.statistic) for m in ok if m.scheme == scheme} for scheme in claim.schemes]
-    if claim.paired:
-        if not (by_seed[0] and by_seed[1]):
-            return NO_INTERVAL, 0
-        return difference_interval(*by_seed, confidence=confidence)[:2]
-    values = list(by_seed[0].values())
-    if claim.statistic in SHARE_STATISTICS:  # a share of blocks: never a zero-width interval
-        blocks = [m.stats.blocks for m in ok if m.scheme == claim.schemes[0]]
-        return share_interval(values, blocks, confidence), int(np.isfinite(values).sum())
-    return t_interval(values, confidence), int(np.isfinite(values).sum())
+def _growth_levels(claim: Claim, models, fields, confidence: float) -> list[Judgement]:
+    """The profile's growth class over its own blocks per cell: a description, ``not identifiable`` below
+    :data:`IDENTIFIABLE_BLOCKS` blocks."""
+    out = []
+    for cell in sorted({m.cell(fields) for m in models}):
+        curves = [m.profiles[max(m.profiles)] for m in models
+                  if m.status == "ok" and m.scheme == claim.schemes[0] and m.cell(fields) == cell and m.profiles]
+        if not curves:
+            continue
+        summary = growth_summary(np.stack(curves), confidence)  # curves: (S, L+1)
+        depth = summary.layers
+        label = summary.label if depth >= IDENTIFIABLE_BLOCKS else GrowthClass.NOT_IDENTIFIABLE
+        estimate = summary.rate if label is GrowthClass.EXPONENTIAL else summary.exponent
+        comment = (describe_growth(summary) if depth >= IDENTIFIABLE_BLOCKS else
+                   f"{depth} blocks cannot identify a class (fewer than {IDENTIFIABLE_BLOCKS}); fitted: "
+                   f"{describe_growth(summary)}")
+        out.append(Judgement(claim, "growth_exponent" if label is not GrowthClass.EXPONENTIAL else "growth_rate",
+                             estimate, Verdict.NO_DIRECTION, len(curves),
+                             comment=comment + "; a description of the profile: P1 bounds the growth across "
+                                               "depth (the trend along depth)",
+                             growth_class=label, cell=dict(zip(fields, cell))))
+    return out
 
 
-def level_rows(claim_ids, models, fields, inference: Inference = Inference()) -> pd.DataFrame:
-    """The levels table (module docstring) of ``claim_ids`` over ``models``, cells over ``fields``."""
-    rows = []
-    cells = sorted({m.cell(fields) for m in models})
-    for claim in (CLAIMS[name] for name in claim_ids):
-        for cell in cells:
-            members = [m for m in models if m.cell(fields) == cell]
-            if claim.kind is Kind.GROWTH:
-                rows += _growth_levels(claim, fields, cell, members, inference.confidence)
-            elif claim.kind is Kind.EVERY_STEP:
-                rows += _every_step_levels(claim, fields, cell, members, inference.confidence)
-            else:
-                estimate, n = _level(claim, members, inference.confidence)
-                verdict = "" if claim.sign is None else (
-                    Verdict.NOT_MEASURED if math.isnan(estimate.estimate) else estimate.signed_verdict(claim.sign))
-                rows.append(_level_row(claim, fields, cell, claim.statistic, estimate, n, verdict))
-    columns = [*LEVEL_COLUMNS[:4], *fields, *LEVEL_COLUMNS[4:]]
-    return pd.DataFrame(rows, columns=columns)
+def _every_step_levels(claim: Claim, models, fields, confidence: float) -> list[Judgement]:
+    """P1 Fig. 9 per cell: the pooled profile class at every logged step after step 0; judged where the profile
+    can identify a class."""
+    out = []
+    for cell in sorted({m.cell(fields) for m in models}):
+        ok = [m for m in models if m.status == "ok" and m.scheme == claim.schemes[0] and m.cell(fields) == cell]
+        if not ok:
+            continue
+        steps = sorted(set.intersection(*(set(m.profiles) for m in ok)) - {0})
+        labels = []
+        for step in steps:
+            summary = growth_summary(np.stack([m.profiles[step] for m in ok]), confidence)  # (S, L+1)
+            exponential = summary.label is GrowthClass.EXPONENTIAL and summary.rate.low > 0
+            labels.append(GrowthClass.EXPONENTIAL if exponential else summary.label)
+        count = sum(label is GrowthClass.EXPONENTIAL for label in labels)
+        depth = ok[0].value("depth")
+        if depth < IDENTIFIABLE_BLOCKS:
+            verdict = Verdict.UNRESOLVABLE
+        elif steps and count == len(steps):
+            verdict = Verdict.HOLDS
+        elif steps and all(label is GrowthClass.POLYNOMIAL for label in labels):
+            verdict = Verdict.VIOLATED
+        else:
+            verdict = Verdict.INCONCLUSIVE
+        classes = ", ".join(f"{step}: {str(label)[:3]}" for step, label in zip(steps, labels))
+        share = Interval(count / len(steps), confidence=confidence, method="pooled over seeds") if steps \
+            else NO_INTERVAL
+        where = f"; {depth} blocks cannot identify a class (fewer than {IDENTIFIABLE_BLOCKS})" \
+            if depth < IDENTIFIABLE_BLOCKS else ""
+        out.append(Judgement(claim, "pooled_exponential_step_share", share, verdict, len(ok),
+                             comment=f"exponential at {count} of {len(steps)} logged steps after step 0 "
+                                     f"({classes}){where}", cell=dict(zip(fields, cell))))
+    return out
 
 
-def _trend_row(claim: Claim, axis: str, group: dict, members, confidence: float) -> tuple[dict, object]:
-    """One row of the trends table and its :class:`~simulate.claims.trends.Trend` (the verdict comes later,
-    from the family's adjusted p-values)."""
-    samples = claim_samples(claim, members, (axis,))
-    x = np.array([cell[0] for cell, _ in samples], dtype=float)  # (n,)
-    y = np.array([value for _, value in samples], dtype=float)  # (n,)
+def growth_verdict(claim: Claim, exponent: Interval) -> Verdict:
+    """P1's growth bounds on ``var_L ~ L^p`` across depth (the claim's :class:`GrowthRule`): ``holds`` when the
+    exponent's interval lies within ``[min_exponent, max_exponent)`` (within :data:`EXPONENT_TOLERANCE` of the
+    lower bound counts as on it), ``violated`` when it lies wholly outside, ``inconclusive`` otherwise.
+
+    >>> growth_verdict(CLAIMS["p1-lns-growth"], Interval(0.54, 0.3, 0.8)).value
+    'violated'
+    >>> growth_verdict(CLAIMS["p1-lemma-3.2-growth"], Interval(1.4, 1.2, 1.6)).value
+    'holds'
+    """
+    rule = claim.growth
+    if not exponent.bounded:
+        return Verdict.INCONCLUSIVE
+    least = rule.min_exponent - EXPONENT_TOLERANCE
+    if exponent.high < least or exponent.low >= rule.max_exponent:
+        return Verdict.VIOLATED
+    if exponent.low >= least and exponent.high < rule.max_exponent:
+        return Verdict.HOLDS
+    return Verdict.INCONCLUSIVE
+
+
+def needs(trend, reference: float, alpha: float, most: int = 12) -> str:
+    """What the design would need to detect ``reference`` (a slope per e-fold) at 80 % power: more seeds per
+    cell at the same cells, or more cells continuing the axis's spacing at the same seeds; the cells' own
+    spread about the line (beyond their seeds' noise) is not reduced by seeds.
+
+    >>> from simulate.claims.trends import fit_trend
+    >>> x = np.repeat([4.0, 8.0, 16.0, 32.0], 3)
+    >>> y = np.random.default_rng(0).normal(0, 1, 12)
+    >>> needs(fit_trend(x, y), 2.0, 0.05)
+    '4 seeds per cell; or about 5 cells (to 64) at 3 seeds'
+    """
+    if not (math.isfinite(trend.residual_var) and trend.cells >= 3 and trend.x):
+        return ""
+    x, seeds = np.asarray(trend.x, dtype=float), trend.n / trend.cells
+    within = trend.within_var if math.isfinite(trend.within_var) else 0.0
+    cell_var = max(trend.residual_var - within / seeds, 0.0)
+
+    def enough(axis, variance) -> bool:
+        centred = np.log(axis) - np.log(axis).mean()  # (k,)
+        return detectable_slope(math.sqrt(variance / float((centred**2).sum())), axis.size - 2, alpha) <= abs(reference)
+
+    ratio = x[-1] / x[-2]
+    more_seeds = next((n for n in range(math.ceil(seeds) + 1, 65) if enough(x, cell_var + within / n)), None)
+    more_cells = next((k for k in range(x.size + 1, most + 1)
+                       if enough(np.concatenate([x, x[-1] * ratio ** np.arange(1, k - x.size + 1)]),
+                                 trend.residual_var)), None)
+    seeds_part = (f"{more_seeds} seeds per cell" if more_seeds else
+                  "more seeds alone cannot (the cells spread about the line beyond their seeds)")
+    cells_part = (f"about {more_cells} cells (to {x[-1] * ratio ** (more_cells - x.size):.3g}) at {seeds:.3g} seeds"
+                  if more_cells else f"more than {most} cells")
+    return f"{seeds_part}; or {cells_part}"
+
+
+def _claim_models(claim: Claim, models) -> set:
+    """The keys of the models a claim reads among ``models`` (its schemes')."""
+    return {m.point.key for m in models if m.scheme in claim.schemes}
+
+
+def _groups(study, axis: str, models) -> list[tuple[tuple, dict]]:
+    fields = study.group_fields(axis)
+    return [(fields, dict(zip(fields, values))) for values in sorted({m.cell(fields) for m in models})]
+
+
+def _trend_models(models, fields, group: dict) -> list:
+    return [m for m in models if m.cell(fields) == tuple(group.values())]
+
+
+def _growth_shape(x, y) -> str:
+    """The exponential in L beside the power law: how each fits the cells (lack-of-fit p, a description)."""
+    power, exponential = (fit_depth_law(x, y, law) for law in ("power", "exponential"))
+    if power is None or exponential is None or power.cells < 3:
+        return ""
+    return (f"power law var_L ~ L^p: lack of fit p {power.lack_of_fit:.2g}; exponential var_L ~ e^(rL): rate "
+            f"{exponential.slope.format()} per block, lack of fit p {exponential.lack_of_fit:.2g}")
+
+
+@dataclasses.dataclass
+class _Pending:
+    """A trend fitted, before the family's adjustment: the judgement's fields so far, the fit, its samples."""
+
+    fields: dict
+    trend: object
+    samples: list
+    full: bool  # at the study's full length (a stability study's shorter twins are not)
+    twin: tuple  # what pairs it with its twin at the other length
+
+    @property
+    def in_family(self) -> bool:
+        """A full-length direction verdict: one of the report's family."""
+        return self.fields["direction"] is not None and self.full and self.trend.cells >= 3
+
+
+def _trend(study, claim: Claim, axis: str, group: dict, line: str, members, full: bool) -> _Pending:
+    """One trend before the family's adjustment (a growth claim along depth: already judged)."""
+    growth = claim.kind is Kind.GROWTH and axis == "depth"
+    statistic = "var_last" if growth else claim.statistic
+    samples = claim_samples(claim, members, (axis,), statistic)
+    x = np.array([cell[0] for cell, _, _ in samples], dtype=float)  # (n,)
+    y = np.array([value for _, _, value in samples], dtype=float)  # (n,)
     blocks = None
-    if claim.statistic in SHARE_STATISTICS:  # the same models, in claim_samples' order
+    if statistic in SHARE_STATISTICS:
         blocks = np.array([m.stats.blocks for m in members if m.status == "ok" and m.scheme == claim.schemes[0]])
-    trend = fit_trend(x, y, confidence, blocks=blocks)
-    direction = claim.direction(axis)
-    failed = sum(m.status == "failed" for m in members if m.scheme in claim.schemes)
-    pending = sum(m.status == "pending" for m in members if m.scheme in claim.schemes)
-    row = {"claim": claim.id, "source": claim.source, "statistic": claim.statistic,
-           "scheme": "-".join(claim.schemes), "axis": axis, **group,
-           "group": ", ".join(f"{k}={v}" for k, v in group.items()) or "all", "n": trend.n, "failed": failed,
-           "pending": pending, "cells": trend.cells, "slope": trend.slope.estimate, "low": trend.slope.low,
-           "high": trend.slope.high, "lack_of_fit_p": trend.lack_of_fit, "contrast": trend.contrast.estimate,
-           "contrast_low": trend.contrast.low, "contrast_high": trend.contrast.high, "method": trend.method,
-           "p_value": trend.p_value if direction is not None else math.nan, "p_adjusted": math.nan,
-           "direction": {1: "rises", -1: "falls", None: ""}[direction], "verdict": "", "crossing": math.nan,
-           "crossing_low": math.nan, "crossing_high": math.nan, "crossing_note": ""}
-    if claim.sign is not None:
-        crossing = cell_crossing(x, y, confidence)
-        row.update(crossing=crossing.estimate, crossing_low=crossing.low, crossing_high=crossing.high,
-                   crossing_note=describe_crossing(crossing, axis))
-    return row, trend
+    trend = fit_trend(x, y, study.inference.confidence, blocks=blocks)
+    fields = dict(claim=claim, statistic=statistic, axis=axis, group=group, line=line, n=trend.n,
+                  failed=sum(m.status == "failed" for m in members if m.scheme in claim.schemes),
+                  pending=sum(m.status == "pending" for m in members if m.scheme in claim.schemes),
+                  cells=trend.cells, slope=trend.slope, lack_of_fit=trend.lack_of_fit,
+                  direction=None if growth else claim.direction(axis),
+                  shape=f"{trend.shape}; {_growth_shape(x, y)}" if growth else trend.shape,
+                  crossing=describe_crossing(cell_crossing(x, y, study.inference.confidence), axis)
+                  if claim.sign is not None and not growth else "")
+    if growth:
+        fields["verdict"] = growth_verdict(claim, trend.slope) if trend.cells >= 3 else Verdict.TOO_FEW_AXIS_VALUES
+    twin = (claim.id, axis, line, tuple((k, v) for k, v in group.items() if k != "steps"))
+    return _Pending(fields, trend, samples, full, twin)
 
 
-def trend_rows(claim_ids, models, axes, group_fields, inference: Inference = Inference()) -> pd.DataFrame:
-    """The trends table (module docstring): per claim of ``claim_ids``, axis of ``axes`` and group of the fields
-    ``group_fields(axis)`` that stay fixed along it."""
-    rows, trends = [], []
-    for claim in (CLAIMS[name] for name in claim_ids):
-        for axis in axes:
-            fields = group_fields(axis)
-            for group in sorted({m.cell(fields) for m in models}):
-                members = [m for m in models if m.cell(fields) == group]
-                row, trend = _trend_row(claim, axis, dict(zip(fields, group)), members, inference.confidence)
-                rows.append(row)
-                trends.append((trend, claim.direction(axis)))
-    adjusted = inference.adjust([row["p_value"] for row in rows])  # the family: every direction verdict
-    for row, (trend, direction), p in zip(rows, trends, adjusted):
-        row.update(p_adjusted=p, verdict=str(direction_verdict(trend, direction, p, inference.confidence)))
-    return pd.DataFrame(rows, columns=None if rows else list(TREND_COLUMNS))
+def _trend_change(study, full: _Pending, shorter: _Pending | None) -> Interval:
+    """The slope of the per-model change between the shorter and the full length (paired by seed and cell)."""
+    if shorter is None:
+        return NO_INTERVAL
+    before = {(cell, seed): value for cell, seed, value in shorter.samples}
+    pairs = [(cell[0], value - before[(cell, seed)]) for cell, seed, value in full.samples if (cell, seed) in before]
+    if not pairs:
+        return NO_INTERVAL
+    x, y = (np.array(v, dtype=float) for v in zip(*pairs))  # (pairs,) each
+    return fit_trend(x, y, study.inference.confidence).slope
+
+
+def judge_trends(study, lines: dict) -> list[TrendJudgement]:
+    """One trend judgement per claim, axis, group and line (module docstring)."""
+    inference = study.inference
+    full_steps = study.stability[1] if study.stability else None
+    fitted: list[_Pending] = []
+    first = next(iter(lines.values()))
+    for claim in (CLAIMS[name] for name in study.claims):
+        for axis in study.axes:
+            for line, models in lines.items():
+                if models is not first and _claim_models(claim, models) == _claim_models(claim, first):
+                    continue  # this line's models of the claim are the first line's: no other comparison
+                for fields, group in _groups(study, axis, models):
+                    full = full_steps is None or group.get("steps", full_steps) == full_steps
+                    fitted.append(_trend(study, claim, axis, group, line, _trend_models(models, fields, group), full))
+    family = [item for item in fitted if item.in_family]
+    adjusted = dict(zip(map(id, family), inference.adjust([item.trend.p_value for item in family])))
+    alpha_first = inference.alpha / max(len(family), 1)  # Holm's first step: the level one trend must reach
+    shorter = {item.twin: item for item in fitted if not item.full}
+    out = []
+    for item in fitted:
+        claim, trend, fields = item.fields["claim"], item.trend, dict(item.fields)
+        alpha = alpha_first if item.in_family else inference.alpha
+        detectable = detectable_slope(trend.slope.se, trend.dof, alpha)
+        reference = claim.reference.trend if claim.reference else None
+        p_adjusted = adjusted.get(id(item), math.nan)
+        verdict = fields.pop("verdict", None) or direction_verdict(
+            trend, fields["direction"], p_adjusted if item.in_family else None, inference.confidence, detectable,
+            reference)
+        change = _trend_change(study, item, shorter.get(item.twin)) if item.full and study.stability else NO_INTERVAL
+        out.append(TrendJudgement(**fields, p_value=trend.p_value if fields["direction"] is not None else math.nan,
+                                  p_adjusted=p_adjusted, verdict=verdict, detectable=detectable,
+                                  needs=needs(trend, reference, alpha) if verdict is Verdict.UNRESOLVABLE else "",
+                                  stability=_stability(trend.slope, change), change=change,
+                                  design=TrendDesign(trend.x, trend.counts, trend.within_var, trend.residual_var),
+                                  in_family=item.in_family))
+    return out

@@ -45,8 +45,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-__all__ = ["SIZE_AXES", "Kind", "GrowthRule", "KNOBS", "Claim", "CLAIMS", "applicable_claims", "growth_claim",
-           "sparser"]
+from theory.verdicts import Verdict
+
+__all__ = ["SIZE_AXES", "Kind", "Reference", "GrowthRule", "KNOBS", "Claim", "CLAIMS", "applicable_claims", "growth_claim",
+           "sparser", "Question", "QUESTIONS"]
 
 SIZE_AXES = ("depth", "width", "steps")
 
@@ -58,6 +60,16 @@ class Kind(str, Enum):
     SIGNED = "signed"
     GROWTH = "growth"
     EVERY_STEP = "every_step"
+
+
+class Reference(NamedTuple):
+    """The size of an effect a paper reports, in this workbench's units: at one cell (``level``) and per e-fold
+    of depth (``trend``; None where the paper gives none), and where it is read from. The power and the
+    ``design cannot resolve`` verdicts are stated against it (docs/studies.md#what-the-design-can-resolve)."""
+
+    level: float | None
+    trend: float | None
+    source: str
 
 
 class GrowthRule(NamedTuple):
@@ -101,6 +113,7 @@ class Claim:
     knob: str | None = None
     growth: GrowthRule | None = None
     lemma: str | None = None  # the random-init lemma of theory.LEMMAS whose growth class this claim states
+    reference: Reference | None = None  # the papers' effect size, where they give one
 
     def direction(self, axis: str) -> int | None:
         """The claimed direction of the statistic as ``axis`` grows: +1, -1 or None (no claim)."""
@@ -141,7 +154,7 @@ CLAIMS: dict[str, Claim] = {claim.id: claim for claim in (
           "exponentially in depth at every logged step of training", "exponential_step_share", ("pre",),
           directions={axis: 1 for axis in SIZE_AXES}, kind=Kind.EVERY_STEP),
     Claim("p1-fig1-removable", "P1 Fig. 1 and Sec. 1 (nearly half of the deep layers removable)", "the share of "
-          "Pre-LN blocks whose removal costs less than 1 % of the base loss rises with depth", "removable_share",
+          "Pre-LN blocks whose removal costs less than a tenth of the mean block's rises with depth", "removable_share",
           ("pre",), directions={"depth": 1}),
     Claim("p1-thm-3.3-jac", "P1 Theorem 3.3", "deep Pre-LN blocks are nearer the identity than shallow ones: "
           "log(jac_dev deep half / shallow half) < 0", "jac_dev_log_ratio", ("pre",), sign=-1),
@@ -151,7 +164,10 @@ CLAIMS: dict[str, Claim] = {claim.id: claim for claim in (
           "p in [1, 2)", "growth_exponent", ("lns",), directions=_NONE, kind=Kind.GROWTH,
           growth=GrowthRule(1.0, 2.0, False, False), lemma="p1-lns"),
     Claim("p1-lns-loss", "P1 Sec. 5 (perplexity 130M 26.73 -> 25.76, 1B 17.02 -> 15.71)", "LNS lowers the "
-          "held-out loss: LNS minus Pre-LN < 0", "val_loss", ("lns", "pre"), sign=-1),
+          "held-out loss: LNS minus Pre-LN < 0", "val_loss", ("lns", "pre"), sign=-1,
+          reference=Reference(-0.014, -0.032, "P1's 130M gain, 1.1 % of its loss, and its growth to 2.8 % at 1B (12 "
+                                              "to 24 layers, read as depth alone), times this recipe's loss of about "
+                                              "1.27 nats/byte")),
     Claim("p1-lns-prune", "P1 Sec. 5 (layer pruning under LNS)", "deep LNS blocks matter more than deep Pre-LN "
           "ones: log(deep-half pruning drop LNS / Pre-LN) > 0", "prune_deep_log", ("lns", "pre"), sign=1),
     Claim("p1-lns-angular", "P1 Sec. 5 (angular distance of deep layers from near 0 to above 0.6)", "LNS raises "
@@ -160,15 +176,18 @@ CLAIMS: dict[str, Claim] = {claim.id: claim for claim in (
     Claim("p1-lns-angular-last", "P1 Sec. 5, as its code measures it (last token)", "the same with the last "
           "token's angular distance: log(LNS / Pre-LN) > 0", "angular_deep_last_log", ("lns", "pre"), sign=1),
     Claim("p2-depth-var-last", "P2 Sec. 2, Fig. 2(a)", "Pre-LN last-layer variance rises with depth",
-          "var_last", ("pre",), directions={"depth": 1}),
+          "var_last", ("pre",), directions={"depth": 1},
+          reference=Reference(None, 1.0, "P1 Lemma 3.2's lower bound Theta(L): log var_L rises by at least 1 per "
+                                         "e-fold of depth")),
     Claim("p2-depth-jac", "P2 Sec. 2, Fig. 2(b) and Fig. 3", "Pre-LN ||J - I||_F falls with depth beyond "
           "dilution: the stack's total sum_l ||J_l - I|| falls", "jac_dev_total", ("pre",), directions={"depth": -1}),
     Claim("p2-depth-causal", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN causal score falls with depth beyond dilution: "
           "its total over the blocks falls", "causal_total", ("pre",), directions={"depth": -1}),
     Claim("p2-depth-permutation", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN permutation score falls with depth beyond "
           "dilution: its total over the blocks falls", "permutation_total", ("pre",), directions={"depth": -1}),
-    Claim("p2-depth-usefulness", "P2 Sec. 2, Table 1 (0.75 at L=12 to 0.53 at L=32)", "the share of significant "
-          "Pre-LN blocks (usefulness > 1.1) falls with depth", "usefulness_fraction", ("pre",),
+    Claim("p2-depth-usefulness", "P2 Sec. 2, Table 1 (0.75 at L=12 to 0.53 at L=32)", "the share of useful "
+          "Pre-LN blocks (log usefulness at least a tenth of the mean block's) falls with depth", "useful_share",
+          ("pre",),
           directions={"depth": -1}),
     Claim("p2-depth-usefulness-ratio", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN usefulness falls with depth beyond "
           "dilution: sum_l log(L_lin/L) falls", "usefulness_log_total", ("pre",), directions={"depth": -1}),
@@ -193,3 +212,28 @@ def growth_claim(lemma: str) -> Claim:
             return claim
     raise ValueError(f"lemma={lemma!r} is not allowed: one of "
                      f"{', '.join(c.lemma for c in CLAIMS.values() if c.lemma)}")
+
+
+class Question(NamedTuple):
+    """A headline question of a depth study (simulate.study.headline): its title, the claims it reads (levels per
+    depth and the trend along depth; a growth question reads each scheme's growth claim across depth) and the
+    answer each verdict gives."""
+
+    title: str
+    claims: tuple[str, ...]
+    answers: dict
+
+
+QUESTIONS = (
+    Question("Does LNS reach a lower held-out loss than Pre-LN, and where does the difference change sign?",
+             ("p1-lns-loss",), {Verdict.HOLDS: "LNS lower", Verdict.VIOLATED: "LNS higher",
+                                Verdict.INCONCLUSIVE: "no difference resolved",
+                                Verdict.UNRESOLVABLE: "smaller than the design can resolve"}),
+    Question("Are deep Pre-LN blocks relatively less useful than shallow ones as depth grows?",
+             ("p1-thm-3.3-prune",), {Verdict.HOLDS: "yes", Verdict.VIOLATED: "no", Verdict.INCONCLUSIVE: "not resolved",
+                                     Verdict.UNRESOLVABLE: "smaller than the design can resolve"}),
+    Question("How does the last layer's variance grow with depth, against P1's bounds?",
+             ("p1-lemma-3.2-growth", "p1-lns-growth"),
+             {Verdict.HOLDS: "inside P1's bounds", Verdict.VIOLATED: "outside P1's bounds",
+              Verdict.INCONCLUSIVE: "not resolved"}),
+)

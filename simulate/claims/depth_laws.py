@@ -61,7 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from simulate.claims.intervals import Interval
+from simulate.claims.judgement import Interval
 from simulate.claims.trends import cells_of
 from simulate.engine import CONFIDENCE
 

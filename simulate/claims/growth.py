@@ -26,7 +26,7 @@ inconclusive otherwise; exponents within :data:`EXPONENT_TOLERANCE` of a bound c
 
 >>> import numpy as np
 >>> summary = growth_summary(1.0 + 0.5 * np.arange(17.0)[None, :])
->>> summary.label, round(summary.exponent.estimate, 6), round(summary.step.estimate, 6)
+>>> str(summary.label), round(summary.exponent.estimate, 6), round(summary.step.estimate, 6)
 ('polynomial', 1.0, 2.0)
 >>> describe_growth(summary)[:37]
 'polynomial, exponent 1.00 [1.00, 1.00'
@@ -43,11 +43,10 @@ from typing import NamedTuple
 import numpy as np
 
 from simulate.claims.definitions import Claim
-from simulate.claims.intervals import Interval, t_interval
-from simulate.claims.judgement import Judgement
-from simulate.claims.verdicts import Verdict
+from simulate.claims.judgement import Interval, Judgement, t_interval
 from simulate.engine import CONFIDENCE
 from theory.meanfield.bridge import loglog_slope, var_growth
+from theory.verdicts import GrowthClass, Verdict
 
 __all__ = ["EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "growth_summary", "describe_growth", "judge_growth"]
 
@@ -75,7 +74,7 @@ class GrowthSummary(NamedTuple):
     ``c0 + c1 e^(r l)`` is a straight line and says nothing the polynomial fit does not.
     """
 
-    label: str
+    label: GrowthClass
     exponent: Interval
     rate: Interval
     step: Interval
@@ -132,34 +131,35 @@ def growth_summary(curves, confidence: float = CONFIDENCE) -> GrowthSummary:
     preference = t_interval(preferences, confidence) if len(curves) > 1 else Interval(float(preferences[0]))
     folds = rate.estimate * depth >= 1.0  # an exponential that does not e-fold is its own linearisation
     if not (np.isfinite(rss_poly) and np.isfinite(rss_exp)) or growth < 1.0 + FLAT_GROWTH:
-        label = "undetermined"  # too few layers, or a profile too flat to have a class
+        label = GrowthClass.UNDETERMINED  # too few layers, or a profile too flat to have a class
     elif len(curves) == 1:
-        label = "exponential" if rss_exp < rss_poly and folds else "polynomial"
+        label = GrowthClass.EXPONENTIAL if rss_exp < rss_poly and folds else GrowthClass.POLYNOMIAL
     elif preference.low > 0:
-        label = "exponential" if folds else "polynomial"
+        label = GrowthClass.EXPONENTIAL if folds else GrowthClass.POLYNOMIAL
     elif preference.high < 0 or not folds:
-        label = "polynomial"
+        label = GrowthClass.POLYNOMIAL
     else:
-        label = "undetermined"  # the seeds cannot tell the two fits apart
+        label = GrowthClass.UNDETERMINED  # the seeds cannot tell the two fits apart
     constants = np.array([s[1] for s in steps], dtype=float)  # (S,)
     constant = float(constants[np.isfinite(constants)].mean()) if np.isfinite(constants).any() else math.nan
-    at_bound = sum(f["exponential" if label == "exponential" else "polynomial"].at_bound for f in fits)
+    fit = "exponential" if label is GrowthClass.EXPONENTIAL else "polynomial"  # the key of var_growth's fits
+    at_bound = sum(f[fit].at_bound for f in fits)
     return GrowthSummary(label, exponent, rate, step, constant, rss_poly, rss_exp, len(curves), depth, growth,
                          at_bound, preference, sum(s[2] for s in steps))
 
 
 def describe_growth(summary: GrowthSummary) -> str:
     """One line a reader understands: the class, its exponent or rate with CI, and the residuals."""
-    if summary.label == "undetermined":
+    if summary.label is GrowthClass.UNDETERMINED:
         if summary.growth < 1.0 + FLAT_GROWTH:
             return f"undetermined: the variance barely grows over depth (var_L/var_0 = {summary.growth:.3g})"
         if summary.preference.bounded:
             return (f"undetermined: the seeds cannot tell the fits apart, log(RSS polynomial / RSS exponential) = "
                     f"{summary.preference.format('.2f')} over {summary.seeds} seeds")
         return f"undetermined: too few usable layers of {summary.layers} for the fits"
-    main = (f"polynomial, exponent {summary.exponent.format('.2f')}" if summary.label == "polynomial"
+    main = (f"polynomial, exponent {summary.exponent.format('.2f')}" if summary.label is GrowthClass.POLYNOMIAL
             else f"exponential, rate {summary.rate.format('.2f')} per block")
-    if summary.label == "polynomial" and summary.exponent.estimate <= _SMALLEST_EXPONENT:
+    if summary.label is GrowthClass.POLYNOMIAL and summary.exponent.estimate <= _SMALLEST_EXPONENT:
         main += " (at the fit's smallest exponent: logarithmic or bounded growth)"
     if summary.at_bound:
         main += (" at the bound of the fitted range, no interval" if summary.seeds == 1 else
@@ -187,12 +187,12 @@ _WORDS = {Verdict.HOLDS: "holds", Verdict.VIOLATED: "fails",
 def _class_judgement(claim: Claim, summary: GrowthSummary) -> tuple[Verdict, Interval, float]:
     """The verdict on the growth class, the estimate it rests on (exponent or rate) and that estimate's target."""
     rule = claim.growth
-    if summary.label == "exponential":
+    if summary.label is GrowthClass.EXPONENTIAL:
         if rule.exponential:
             return _interval_verdict(summary.rate, lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0), summary.rate, 0.0
         against = summary.rate.bounded and math.isfinite(summary.rate.low) and summary.rate.low > 0
         return (Verdict.VIOLATED if against else Verdict.INCONCLUSIVE), summary.rate, 0.0
-    if summary.label == "undetermined":
+    if summary.label is GrowthClass.UNDETERMINED:
         return Verdict.INCONCLUSIVE, summary.exponent, rule.min_exponent
     least = rule.min_exponent - EXPONENT_TOLERANCE
     verdict = _interval_verdict(summary.exponent,
@@ -210,7 +210,7 @@ def judge_growth(claim: Claim, summary: GrowthSummary) -> list[Judgement]:
     text = describe_growth(summary)
     verdict, estimate, target = _class_judgement(claim, summary)
     if rule.exponential:
-        reach = "reached" if summary.label == "exponential" else "not reached"
+        reach = "reached" if summary.label is GrowthClass.EXPONENTIAL else "not reached"
         words = f"Theta(L) lower bound {_WORDS[verdict]}; the Theta(exp L) upper bound is {reach}"
     else:
         words = f"P1's Theta(L) <= var <= Theta(L^({rule.max_exponent:g}-eps)) {_WORDS[verdict]}"

@@ -30,14 +30,17 @@ the rest (docs/scores.md). Profiles are the probe batch's ``var`` over layers ``
 ``prune_deep_minus_shallow``  deep-half minus shallow-half mean pruning drop
 ``prune_log_ratio``         ``log(prune deep half / shallow half)``
 ``removable_share``         the share of blocks whose pruning drop is below
-                            :data:`REMOVABLE_FRACTION` of the base loss
+                            :data:`NEGLIGIBLE_FRACTION` of the model's mean block drop
 ``angular_deep``            deep-half mean angular distance ``d(x_{l-1}, x_l)``, all tokens
 ``angular_deep_last``       the same, last token (P1's code)
 ``angular_deep_log``,       ``log angular_deep``, ``log angular_deep_last``
 ``angular_deep_last_log``
 ``usefulness_log``          ``mean_l log(L_lin / L)``
 ``usefulness_log_total``    ``sum_l log(L_lin / L)`` (``L * usefulness_log``)
-``usefulness_fraction``     the share of blocks with ``L_lin / L > 1.1`` (P2's global score)
+``usefulness_fraction``     the share of blocks with ``L_lin / L > 1.1`` (P2's global score; its fixed
+                            threshold dilutes as ``1/L``: a description)
+``useful_share``            the share of blocks whose ``log(L_lin / L)`` is at least
+                            :data:`NEGLIGIBLE_FRACTION` of the model's mean block's
 ``causal_mean``             mean causal score over blocks ``1..L-1``
 ``causal_total``            their sum over blocks ``1..L-1``
 ``permutation_mean``        mean permutation score over the blocks (each block: over its pairs)
@@ -67,12 +70,16 @@ import numpy as np
 import pandas as pd
 
 from simulate.claims.growth import growth_summary
+from theory.verdicts import GrowthClass
 from simulate.training.report import loss_slope
 
-__all__ = ["REMOVABLE_FRACTION", "SHARE_STATISTICS", "STATISTICS", "ModelEvidence", "ModelStatistics", "halves", "model_statistics"]
+__all__ = ["NEGLIGIBLE_FRACTION", "SHARE_STATISTICS", "STATISTICS", "ModelEvidence", "ModelStatistics", "halves", "model_statistics"]
 
-REMOVABLE_FRACTION = 0.01  # a block is removable when deleting it costs less than 1 % of the base loss
-SHARE_STATISTICS = ("removable_share", "usefulness_fraction")  # shares of a model's blocks (intervals: share_interval)
+# A block is negligible (removable, not useful) when its effect is below this fraction of the model's mean block
+# effect: a threshold relative to the model's own blocks, as P1's "removable" deep layers are (deleting one costs
+# little against deleting the others), which does not dilute as 1/L (docs/studies.md#the-claims).
+NEGLIGIBLE_FRACTION = 0.1
+SHARE_STATISTICS = ("removable_share", "usefulness_fraction", "useful_share")  # shares of blocks (share_interval)
 
 
 @dataclass(frozen=True)
@@ -136,6 +143,7 @@ class ModelStatistics:
     usefulness_log: float
     usefulness_log_total: float
     usefulness_fraction: float
+    useful_share: float
     causal_mean: float
     causal_total: float
     permutation_mean: float
@@ -182,6 +190,18 @@ def _log(value: float) -> float:
     return math.log(value) if value > 0 else math.nan
 
 
+def _negligible_share(effects: np.ndarray) -> float:
+    """The share of blocks whose effect is below :data:`NEGLIGIBLE_FRACTION` of the mean block's (NaN unless
+    every block has one and the mean is positive).
+
+    >>> _negligible_share(np.array([1.0, 0.5, 0.02, 0.01]))
+    0.5
+    """
+    if not (effects.size and np.isfinite(effects).all()) or effects.mean() <= 0:
+        return math.nan
+    return float(np.mean(effects < NEGLIGIBLE_FRACTION * effects.mean()))
+
+
 def _growth_statistics(profiles: dict) -> dict[str, float]:
     if not profiles:
         return dict.fromkeys(("var_last", "var_growth", "growth_exponent", "growth_rate", "growth_step",
@@ -192,7 +212,7 @@ def _growth_statistics(profiles: dict) -> dict[str, float]:
     return {"var_last": _log(last[-1]), "var_growth": _log(last[-1] / last[1]) if len(last) > 1 else math.nan,
             "growth_exponent": summary.exponent.estimate, "growth_rate": summary.rate.estimate,
             "growth_step": summary.step.estimate,
-            "exponential_step_share": float(np.mean([label == "exponential" for label in later])) if later
+            "exponential_step_share": float(np.mean([label is GrowthClass.EXPONENTIAL for label in later])) if later
             else math.nan}
 
 
@@ -204,7 +224,6 @@ def model_statistics(evidence: ModelEvidence) -> ModelStatistics:
     jac_shallow, jac_deep = halves(evidence.block_values("jac_dev"))
     with np.errstate(invalid="ignore", divide="ignore"):
         log_use = np.log(evidence.block_values("usefulness"))  # (L,)
-    finite_prune = prune[np.isfinite(prune)]  # (L',)
     jac_dev, causal = evidence.block_values("jac_dev"), evidence.block_values("causal")  # (L,) each
     angular_deep = halves(evidence.block_values("angular_all"))[1]
     angular_deep_last = halves(evidence.block_values("angular_last"))[1]
@@ -218,11 +237,11 @@ def model_statistics(evidence: ModelEvidence) -> ModelStatistics:
         jac_dev_log_ratio=_log(jac_deep / jac_shallow) if jac_shallow > 0 else math.nan,
         prune_deep=prune_deep, prune_deep_log=_log(prune_deep), prune_deep_minus_shallow=prune_deep - prune_shallow,
         prune_log_ratio=_log(prune_deep / prune_shallow) if prune_shallow > 0 else math.nan,
-        removable_share=float(np.mean(finite_prune < REMOVABLE_FRACTION * base))
-        if finite_prune.size and np.isfinite(base) else math.nan,
+        removable_share=_negligible_share(prune),
         angular_deep=angular_deep, angular_deep_last=angular_deep_last, angular_deep_log=_log(angular_deep),
         angular_deep_last_log=_log(angular_deep_last),
         usefulness_log=_mean(log_use), usefulness_log_total=_total(log_use),
         usefulness_fraction=evidence.model_score("usefulness_fraction"),
+        useful_share=1.0 - _negligible_share(log_use),
         causal_mean=_mean(causal), causal_total=_total(causal[:-1]),  # block L has no causal score
         permutation_mean=permutation, permutation_total=evidence.depth * permutation)

@@ -20,12 +20,12 @@ from simulate.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:  # never run; it shows the homes of the names below to type checkers and to the source walker
     # of simulate.runtime.versions.import_closure (code versions, the import-graph tests)
-    from simulate.study import report, runner, spec  # noqa: F401
+    from simulate.study import report, runner, spec, tables  # noqa: F401
 
 __all__ = ["Study", "StudyError", "load_study", "parse_study", "run_studies", "write_reports", "read_study"]
 
 _HOMES = {"Study": "simulate.study.spec", "StudyError": "simulate.study.spec", "load_study": "simulate.study.spec",
           "parse_study": "simulate.study.spec", "run_studies": "simulate.study.runner",
-          "write_reports": "simulate.study.report", "read_study": "simulate.study.report"}
+          "write_reports": "simulate.study.report", "read_study": "simulate.study.tables"}
 
 __getattr__, __dir__ = lazy_exports("simulate.study", _HOMES, globals())

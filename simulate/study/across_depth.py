@@ -10,8 +10,9 @@ embedding's scale left out), each with a power law and an exponential in ``L``
 A tuned study is read along two *lines* (:data:`LINES`), since its rate moves with depth:
 
 ``fixed``
-    every model at one rate per scheme, the rate that scheme chose at the deepest tuned depth
-    (the tuning seeds train it at every depth, so every depth has at least one model there);
+    every model at one rate per scheme, the rate most of its depths chose
+    (:func:`simulate.study.tuning.fixed_rates`; the tuning seeds train it at every depth, so every
+    depth has at least one model there);
 ``tuned``
     every model at its own cell's chosen rate (depth and rate move together).
 
@@ -39,7 +40,7 @@ import pandas as pd
 
 from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
 from simulate.study.analysis import load_models
-from simulate.study.tuning import tuning_table
+from simulate.study.tuning import fixed_rates
 
 __all__ = ["LINES", "SUBJECTS", "PREDICTION_COLUMNS", "Subject", "PredictionError", "subjects", "line_rates",
            "subject_samples", "prediction_table"]
@@ -83,17 +84,12 @@ def subjects(schemes) -> list[Subject]:
     return found
 
 
-def line_rates(study, out) -> dict[str, dict[str, float]]:
-    """``{line: {scheme: rate}}`` of the fixed line (the rate each scheme chose at its deepest tuned depth); an
-    untuned study's one line holds no rate."""
+def line_rates(study, models) -> dict[str, dict[str, float]]:
+    """``{line: {scheme: rate}}``: the fixed line's rates (:func:`simulate.study.tuning.fixed_rates` of the
+    resolved study's ``models``); an untuned study's one line holds no rate."""
     if not study.tuned:
         return {"trained": {}}
-    table = tuning_table(study, out)
-    chosen = table[table["chosen"].astype(bool)]
-    rates = {}
-    for scheme, rows in chosen.groupby("scheme"):
-        rates[scheme] = float(rows.sort_values("depth")["lr"].iloc[-1])
-    return {"fixed": rates, "tuned": {}}
+    return {"fixed": fixed_rates(study, models), "tuned": {}}
 
 
 def _line_models(models, chosen: set, line: str, rates: dict[str, float]) -> list:
@@ -147,7 +143,7 @@ def prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
     chosen = {p.key for p in study.sweep.points}
     rows, fitted = [], []
     trained_depths = set()
-    for line, rates in line_rates(study, out).items():
+    for line, rates in line_rates(study, [m for m in every if m.point.key in chosen]).items():
         models = _line_models(every, chosen, line, rates)
         for subject in subjects(study.schemes()):
             samples = subject_samples(subject, models)

@@ -1,12 +1,21 @@
-"""A study's models read back from disk, and its three tables: one row per model, per cell, per trend.
+"""A study's models read back from disk, the lines its comparisons use, and its tables: one row per model, per
+cell, per trend, and the calibration of its verdicts on its own design.
 
 ``points``
     One row per model of the study: its key, status, seed, every swept field, the Setting's
-    and the options' main fields, epochs, code version, seconds and every statistic of
+    and the options' main fields, epochs, the versions of the code, corpus, Python and torch that
+    made it (``not recorded`` where its record predates them), seconds and every statistic of
     :data:`simulate.claims.statistics.STATISTICS` (NaN for a model that failed or is pending).
-``levels``, ``trends``
-    The claims judged per cell and along each axis by :mod:`simulate.claims.along_axes`, each
-    row with its ``stability`` (:mod:`simulate.study.stability`).
+``lines``
+    The models the comparisons use (:func:`comparison_lines`): a tuned study's cells at their chosen
+    rates without the tuning seeds (``tuned``; the rate was chosen on those seeds' held-out loss, so
+    they would carry the winner's curse into the comparison) and the same at each scheme's fixed rate
+    (``fixed``, :func:`simulate.study.tuning.fixed_rates`; only where it differs); an untuned study's
+    every model (``trained``).
+``levels``, ``trends``, ``calibration``
+    The claims judged per cell and along each axis by :mod:`simulate.claims.along_axes`, laid out
+    by :mod:`simulate.study.tables`; the family's verdict rules simulated on the study's design
+    (:mod:`simulate.claims.calibration`).
 """
 
 from __future__ import annotations
@@ -16,13 +25,18 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from simulate.claims import ModelEvidence, ModelStatistics, STATISTICS, level_rows, model_statistics, trend_rows
+from simulate.claims import ModelEvidence, ModelStatistics, STATISTICS, model_statistics
+from simulate.claims.along_axes import judge_levels, judge_trends
+from simulate.claims.calibration import calibrate
 from simulate.study.point_table import point_evidence
-from simulate.study.stability import stability_column
+from simulate.study.tables import level_frame, trend_frame
 from simulate.sweep.store import finished_records, read_point
 
-__all__ = ["Model", "load_models", "distinct_models", "points_table", "levels_table", "trends_table"]
+__all__ = ["VERSION_COLUMNS", "Model", "load_models", "distinct_models", "points_table", "comparison_lines", "levels_table",
+           "trends_table", "calibration_table"]
 
+# What a model rests on: column of points.parquet -> key of its record's headline (simulate.study.point)
+VERSION_COLUMNS = {"code": "code", "corpus": "data", "python": "python", "torch": "torch"}
 _POINT_FIELDS = ("depth", "width", "heads", "tokens", "lr", "weight_decay", "input_std")
 _OPTION_FIELDS = ("steps", "batch", "log_every", "clip", "data")
 
@@ -101,8 +115,8 @@ def distinct_models(studies, out, statistics: bool = False) -> dict[str, Model]:
 def points_table(study, models: list[Model]) -> pd.DataFrame:
     """One row per model (module docstring)."""
     columns = ["point", "status", "error", "seed", "scheme",
-               *dict.fromkeys((*study.cell_fields(), *_POINT_FIELDS, *_OPTION_FIELDS)), "epochs", "code", "train_s",
-               "score_s", "finished_at", *STATISTICS]  # also for a study with no model yet (a tuned one, early)
+               *dict.fromkeys((*study.cell_fields(), *_POINT_FIELDS, *_OPTION_FIELDS)), "epochs", *VERSION_COLUMNS,
+               "train_s", "score_s", "finished_at", *STATISTICS]  # also for a study with no model yet (a tuned one, early)
     rows = []
     for model in models:
         record = model.record or {}
@@ -110,31 +124,43 @@ def points_table(study, models: list[Model]) -> pd.DataFrame:
         row = {"point": model.point.key, "status": model.status, "error": record.get("error") or "",
                "seed": model.seed, "scheme": model.scheme}
         row.update({name: model.value(name) for name in (*study.cell_fields(), *_POINT_FIELDS, *_OPTION_FIELDS)})
-        row.update(epochs=headline.get("epochs", math.nan), code=headline.get("code", ""),
-                   train_s=headline.get("train_s", math.nan), score_s=headline.get("score_s", math.nan),
+        row.update({column: headline.get(key) or "" for column, key in VERSION_COLUMNS.items()})
+        row.update(epochs=headline.get("epochs", math.nan), train_s=headline.get("train_s", math.nan), score_s=headline.get("score_s", math.nan),
                    finished_at=record.get("finished_at", ""))
         row.update(model.stats.as_dict())
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 
 
+def comparison_lines(study, models: list[Model]) -> dict[str, list[Model]]:
+    """The lines of models the comparisons use (module docstring)."""
+    if not study.tuned:
+        return {"trained": models}
+    from simulate.study.tuning import fixed_rates
+
+    tuned = [m for m in models if m.seed not in study.tune_seeds]
+    rates = fixed_rates(study, models)
+    fixed = [m for m in tuned if rates.get(m.scheme) == m.point.setting.lr]
+    return {"tuned": tuned, **({"fixed": fixed} if len(fixed) < len(tuned) else {})}
+
+
 def levels_table(study, models: list[Model]) -> pd.DataFrame:
-    """One row per claim and cell (:func:`simulate.claims.along_axes.level_rows`), with its stability."""
-    fields = study.cell_fields()
-    levels = level_rows(study.claims, models, fields, study.inference)
-    levels["stability"] = ""
-    if len(levels):
-        pairing = ["claim", "statistic", "scheme", *(f for f in fields if f != "steps")]
-        levels["stability"] = stability_column(levels, pairing, study.stability)
-    return levels
+    """One row per claim and cell (:func:`simulate.claims.along_axes.judge_levels`) of the first line."""
+    return level_frame(judge_levels(study, comparison_lines(study, models)), list(study.cell_fields()))
 
 
-def trends_table(study, models: list[Model]) -> pd.DataFrame:
-    """One row per claim, axis and group (:func:`simulate.claims.along_axes.trend_rows`), with its stability."""
-    trends = trend_rows(study.claims, models, study.axes, study.group_fields, study.inference)
-    trends["stability"] = ""
-    if len(trends):
-        pairing = ["claim", "statistic", "scheme", "axis",
-                   *(f for axis in study.axes for f in study.group_fields(axis) if f != "steps")]
-        trends["stability"] = stability_column(trends, list(dict.fromkeys(pairing)), study.stability)
-    return trends
+def _trend_fields(study) -> list[str]:
+    return list(dict.fromkeys(f for axis in study.axes for f in study.group_fields(axis)))
+
+
+def trends_table(study, models: list[Model]) -> tuple[pd.DataFrame, list]:
+    """One row per claim, axis, group and line (:func:`simulate.claims.along_axes.judge_trends`), and the
+    judgements (the calibration's design)."""
+    judgements = judge_trends(study, comparison_lines(study, models))
+    return trend_frame(judgements, _trend_fields(study)), judgements
+
+
+def calibration_table(study, judgements, studies: int = 1000) -> pd.DataFrame:
+    """The family's verdict rules simulated on the study's own design (:func:`simulate.claims.calibration.calibrate`)."""
+    family = [j for j in judgements if j.in_family and math.isfinite(j.design.residual_var)]
+    return calibrate(family, study.inference, studies=studies)

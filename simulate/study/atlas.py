@@ -41,8 +41,8 @@ def atlas_studies(out: Path = ATLAS_DIR) -> dict[str, Study]:
 
 
 def atlas_results(name: str, out: Path = ATLAS_DIR):
-    """:func:`simulate.study.report.read_study` of one atlas study (its points, levels, trends)."""
-    from simulate.study.report import read_study
+    """:func:`simulate.study.tables.read_study` of one atlas study (its points, levels, trends, calibration)."""
+    from simulate.study.tables import read_study
 
     return read_study(out, name)
 

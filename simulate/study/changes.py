@@ -10,10 +10,11 @@ on, and counts those that stayed; the cells only one run has are counted apart. 
 the runs' own axis ranges, which may differ (the 400-step atlas's depths reach 64, the re-run's
 32).
 
->>> old = pd.DataFrame({"claim": ["c"], "statistic": ["s"], "scheme": ["pre"], "depth": [4], "verdict": ["holds"],
+>>> from theory.verdicts import Verdict
+>>> old = pd.DataFrame({"claim": ["c"], "statistic": ["s"], "scheme": ["pre"], "depth": [4], "verdict": [Verdict.HOLDS],
 ...                     "mean": [1.0], "n": [3]})
->>> new = old.assign(verdict="inconclusive", mean=0.2, steps=4000)
->>> level_changes(old, new, ["depth"])[["old", "new"]].values.tolist()
+>>> new = old.assign(verdict=Verdict.INCONCLUSIVE, mean=0.2, steps=4000)
+>>> [[str(v) for v in row] for row in level_changes(old, new, ["depth"])[["old", "new"]].values]
 [['holds', 'inconclusive']]
 """
 
@@ -23,13 +24,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulate.study.report import at_full_length, read_study
+from simulate.study.tables import at_full_length, read_verdicts
 from theory.cli import markdown_table
 from theory.files import write_text_atomic
 
 __all__ = ["level_changes", "trend_changes", "write_changes"]
 
-_JUDGED = ("holds", "violated", "inconclusive")
 
 
 def _changes(old: pd.DataFrame, new: pd.DataFrame, keys: list[str], estimate: str) -> pd.DataFrame:
@@ -51,9 +51,18 @@ def trend_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     return _changes(old, new, ["claim", "statistic", "scheme", "axis"], "slope")
 
 
+def _first_line(trends: pd.DataFrame) -> pd.DataFrame:
+    """A run's trends on its first line (``tuned`` or ``trained``): the line an earlier run, which had one, is
+    compared with."""
+    if "line" not in trends or trends.empty:
+        return trends
+    return trends[trends["line"] == trends["line"].iloc[0]]
+
+
 def _section(title: str, table: pd.DataFrame, keys: list[str]) -> list[str]:
     both = table[table["_merge"] == "both"]
-    judged = both[both["old"].isin(_JUDGED) | both["new"].isin(_JUDGED)]
+    judged = both[[bool(getattr(a, "judged", False) or getattr(b, "judged", False))
+                   for a, b in zip(both["old"], both["new"])]]
     changed = judged[judged["old"] != judged["new"]]
     only_old, only_new = (table["_merge"] == "left_only").sum(), (table["_merge"] == "right_only").sum()
     shown = changed[[*keys, "old", "new", "estimate_old", "estimate_new", "models_old", "models_new"]].copy()
@@ -67,10 +76,11 @@ def _section(title: str, table: pd.DataFrame, keys: list[str]) -> list[str]:
 def write_changes(old_folder, new_folder, study) -> Path:
     """Write ``new_folder/changes-from-<name of old_folder>`` (module docstring) for ``study``, read from both folders'
     reports; its path. FileNotFoundError naming the file when the old run has no report of that study."""
-    old, new = read_study(old_folder, study.name), read_study(new_folder, study.name)
-    axes = [f for f in study.axes if f in old.levels and f in new.levels]
-    levels = level_changes(old.levels, new.levels, axes)
-    trends = trend_changes(old.trends, new.trends)
+    (old_levels, old_trends), (new_levels, new_trends) = (read_verdicts(folder, study.name)
+                                                          for folder in (old_folder, new_folder))
+    axes = [f for f in study.axes if f in old_levels and f in new_levels]
+    levels = level_changes(old_levels, new_levels, axes)
+    trends = trend_changes(old_trends, _first_line(new_trends))
     lines = [f"# Verdicts of `{study.name}` that changed from `{old_folder}` to `{new_folder}`", "",
              "Each run at its full length (a stability study's longest training); docs/studies.md#comparing-two-runs.",
              "", *_section("Levels", levels, ["claim", "statistic", "scheme", *axes]),

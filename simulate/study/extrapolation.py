@@ -47,7 +47,7 @@ of the deepest ones without using them: per held-out model, the error of
 ``|log(predicted/measured)|``, with a t interval over the held-out seeds; the same errors on
 the fitted models of the deepest fitted depth say how well the law fits its own data. The
 test's verdict needs the law's own uncertainty: the law is refitted on the study's
-``bootstrap`` resamples of the fitting models (:class:`~simulate.claims.inference.Inference`;
+``bootstrap`` resamples of the fitting models (:class:`~simulate.claims.judgement.Inference`;
 whole models, with every block, drawn with replacement), each refit predicts the held-out
 models' mean ``log var_L``, and the prediction interval of the held-out mean (at the study's
 confidence, 95 % by default) is ``+-z sqrt(var_bootstrap + sem^2)`` about

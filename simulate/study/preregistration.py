@@ -33,7 +33,6 @@ import subprocess
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
 from io import StringIO
 from pathlib import Path
 
@@ -44,23 +43,13 @@ from simulate.study.across_depth import Subject, prediction_table, subject_sampl
 from simulate.study.analysis import load_models
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
+from theory.verdicts import BlindTest
 
-__all__ = ["PREFIX", "PROVENANCE_COLUMNS", "BlindTest", "Commit", "Judged", "prediction_name", "write_prediction",
-           "first_commit", "model_start", "judge_prediction", "judged_markdown", "write_judgements"]
+__all__ = ["PREFIX", "PROVENANCE_COLUMNS", "Commit", "Judged", "prediction_name", "write_prediction",
+           "first_commit", "model_start", "judge_prediction", "judged_markdown", "write_judgements", "judged_summary"]
 
 PREFIX = "prediction-L"
 PROVENANCE_COLUMNS = ("commit", "code", "data", "made_at")
-
-
-class BlindTest(Enum):
-    """What a pre-registered prediction's row says once the models exist."""
-
-    PASSES = "passes"
-    FAILS = "fails"
-    PENDING = "pending"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def prediction_name(targets) -> str:
@@ -252,8 +241,7 @@ def judged_markdown(judged: Judged) -> str:
     if judged.problem:
         return "\n".join([*lines, "", f"**Not judged: {judged.problem}.**", ""])
     rows = judged.rows
-    counts = rows.groupby(["statistic", "scheme", "law", "line", "steps"], sort=False)["blind_test"].agg(
-        lambda verdicts: ", ".join(f"{(verdicts == str(v)).sum()} {v}" for v in BlindTest))
+    counts = _counts(rows)
     lines += ["", "## Per law", "", markdown_table(counts.reset_index()), "", "## Every row", "",
               markdown_table(rows.assign(
                   prediction=[f"{r.estimate:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in rows.itertuples()])[
@@ -276,3 +264,30 @@ def write_judgements(studies, out) -> list[Judged]:
         write_text_atomic(out / f"{path.stem}-judged.md", judged_markdown(result))
         judged.append(result)
     return judged
+
+
+def _counts(rows: pd.DataFrame) -> pd.DataFrame:
+    """Passes, failures and pending rows per statistic, scheme, law, line and length."""
+    tested = (BlindTest.PASSES, BlindTest.FAILS, BlindTest.PENDING)
+    words = rows.assign(blind_test=[BlindTest.parse(v) if isinstance(v, str) and v else None
+                                    for v in rows["blind_test"]])
+    return (words.groupby(["statistic", "scheme", "law", "line", "steps"], sort=False)["blind_test"]
+            .agg(lambda verdicts: ", ".join(f"{sum(v is t for v in verdicts)} {t}" for t in tested))
+            .reset_index().rename(columns={"blind_test": "rows"}))
+
+
+def judged_summary(folder) -> list[str]:
+    """README lines: each judged pre-registration in ``folder`` (``prediction-L*-judged.csv``) with its rows'
+    passes and failures per law; empty without one."""
+    lines = []
+    for path in sorted(Path(folder).glob(f"{PREFIX}*-judged.csv")):
+        rows = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        name = path.stem.removesuffix("-judged")
+        if not rows["blind_test"].astype(bool).any():
+            lines += [f"## Pre-registered prediction `{name}`", "", f"Not judged: see `{path.stem}.md`.", ""]
+            continue
+        lines += [f"## Pre-registered prediction `{name}` against the models trained after it", "",
+                  f"Each row a 95 % prediction interval committed before the models started (`{name}.md`); judged "
+                  f"without refitting (`{path.stem}.md`). About one row in twenty fails by chance if a law is right.",
+                  "", markdown_table(_counts(rows)), ""]
+    return lines

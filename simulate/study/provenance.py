@@ -19,6 +19,7 @@ from pathlib import Path
 
 from simulate.study.analysis import distinct_models
 from simulate.study.headline import headline_section
+from simulate.study.preregistration import judged_summary
 from simulate.study.tuning import planned_points, unplanned_points
 from theory.files import atomic_write
 
@@ -72,7 +73,8 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
     records = [m.record for m in distinct.values() if m.status != "pending"]
     ok = sum(r["status"] == "ok" for r in records)
     headlines = [r.get("headline") or {} for r in records]
-    codes = sorted({h.get("code", "")[:16] for h in headlines} - {""})
+    versions = {name: sorted({h.get(key) or "not recorded" for h in headlines})
+                for key, name in (("code", "code"), ("data", "corpus"), ("python", "Python"), ("torch", "torch"))}
     hosts = sorted({f"{r.get('host', '?')} ({r.get('device', '?')})" for r in records})
     times = sorted(r["finished_at"] for r in records if r.get("finished_at"))
     train_h = sum(h.get("train_s", 0.0) for h in headlines) / 3600
@@ -100,8 +102,9 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         f"python -m simulate study {spec_list} --out {out}  # --order, --workers: when a model trains, not what",
         command,
         "```", "",
-        "- code that trained and scored the models (the hash of the trainer's import closure that each record "
-        f"keeps): {', '.join(codes) or 'none yet'};",
+        "- what the models rest on, as their records keep it (code: the hash of the trainer's and the scores' import "
+        "closure; corpus: the digest of the training text; older records did not keep the last three): "
+        + "; ".join(f"{name} {', '.join(values) or 'none yet'}" for name, values in versions.items()) + ";",
         finished,
         f"- wall time of the shipped models, summed over them: {train_h + score_h:.2f} h "
         f"(training {train_h:.2f} h, scores {score_h:.2f} h);",
@@ -110,6 +113,7 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         *(_cell_line(study.name, _study_cells(study, per_study[study.name], planned[study.name][1]))
           for study in studies), "",
         *(line for study in studies for line in headline_section(folder, study)),
+        *judged_summary(folder),
         "## To go on", "",
         "The points here are finished models: copy them into a study directory and run the same command; only "
         "the pending models train, then export again:", "",

@@ -1,11 +1,14 @@
-"""A study's report files in ``DIR/NAME/``: ``points.parquet``, ``levels.csv``, ``trends.csv``, ``study.md``.
+"""A study's report files in ``DIR/NAME/``: ``points.parquet``, ``levels.csv``, ``trends.csv``, ``calibration.csv``,
+``study.md``.
 
-The tables are those of :mod:`simulate.study.analysis` (columns: docs/formats.md, section
-"study"); ``study.md`` is what a reader wants first: how the study was made (command, code
-versions, dates, how many models ran, failed or are pending, warnings), the trend table, each
-claim's statistic per cell with its interval, and for a study of two axes the phase diagram
-of the trained growth class. Every file is written whole (:func:`theory.files.atomic_write`);
-:func:`read_study` reads them back (figures and notebooks read nothing else).
+The tables are those of :mod:`simulate.study.analysis`, written and read back by
+:mod:`simulate.study.tables` (columns: docs/formats.md, section "study"); ``study.md`` is what a
+reader wants first: how the study was made (command, the versions its models rest on and where they
+mix, dates, how many models ran, failed or are pending, the inference settings it ran with,
+warnings), what its design can resolve (the calibration of its verdict rules on its own design), the
+trend table, the tuned rates and each cell's sensitivity to them, each claim's statistic per cell
+with its interval, and for a study of two axes the phase diagram of the trained growth class. Every
+file is written whole (:func:`theory.files.atomic_write`).
 
 A model that saw its corpus more than :data:`EPOCH_WARNING` times is named in a warning:
 it may have overfitted its training text.
@@ -13,21 +16,24 @@ it may have overfitted its training text.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from simulate.claims import CLAIMS, Interval, Kind
-from simulate.study.analysis import levels_table, load_models, points_table, trends_table
+from simulate.study.analysis import (calibration_table, levels_table, load_models, points_table, trends_table,
+                                     VERSION_COLUMNS)
+from simulate.study.tables import write_tables
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
+from theory.verdicts import GrowthClass, Verdict
 
-__all__ = ["EPOCH_WARNING", "REPORT_FILES", "Written", "StudyResults", "write_reports", "at_full_length",
-           "read_study", "study_markdown"]
+__all__ = ["EPOCH_WARNING", "REPORT_FILES", "Written", "write_reports", "study_markdown"]
 
 EPOCH_WARNING = 2.0
-REPORT_FILES = ("points.parquet", "levels.csv", "trends.csv", "study.md")
+REPORT_FILES = ("points.parquet", "levels.csv", "trends.csv", "calibration.csv", "study.md")
 
 
 @dataclass(frozen=True)
@@ -38,16 +44,6 @@ class Written:
     points: int
     claims: int
     warnings: int
-
-
-@dataclass(frozen=True)
-class StudyResults:
-    """A study's report tables read back (:func:`read_study`)."""
-
-    name: str
-    points: pd.DataFrame
-    levels: pd.DataFrame
-    trends: pd.DataFrame
 
 
 def _warnings(points: pd.DataFrame) -> list[str]:
@@ -66,40 +62,64 @@ def _interval(mean, low, high, spec: str = ".3g") -> str:
 
 
 def _p_pair(raw: float, adjusted: float) -> str:
-    """``raw (adjusted)`` p-values, '' without a test."""
-    return f"{raw:.2g} ({adjusted:.2g})" if raw == raw else ""
+    """``raw (adjusted)`` p-values; the raw p alone outside the family; '' without a test."""
+    if raw != raw:
+        return ""
+    return f"{raw:.2g} ({adjusted:.2g})" if adjusted == adjusted else f"{raw:.2g} (not in the family)"
+
+
+def _versions(points: pd.DataFrame) -> list[str]:
+    """What the models rest on: each version column's values with their counts, and a warning where they mix."""
+    ok = points[points["status"] != "pending"]
+    lines, mixed = [], []
+    for column in VERSION_COLUMNS:
+        counts = ok[column].replace("", "not recorded").value_counts()
+        if len(counts):
+            lines.append(f"{column}: " + ", ".join(f"{v} ({n} models)" for v, n in counts.items()))
+        if (counts.index != "not recorded").sum() > 1:
+            mixed.append(column)
+    out = [f"- Versions the models rest on: {'; '.join(lines) or 'none yet'}"]
+    if mixed:
+        out.append(f"- **Mixed versions** ({', '.join(mixed)}): the models of one comparison may come from different "
+                   "code or data; a verdict that pairs them rests on both (docs/studies.md#what-a-model-rests-on)")
+    return out
 
 
 def _header(study, points: pd.DataFrame, command: str) -> list[str]:
     counts = points["status"].value_counts()
-    codes = sorted(c for c in points["code"].dropna().unique() if c)
     finished = points["finished_at"].replace("", pd.NA).dropna()
     seconds = points[["train_s", "score_s"]].sum().sum()
+    inference = study.inference
+    level = f"{inference.confidence:.0%}".replace("%", " %")
     lines = [f"# Study `{study.name}`", "",
              f"- Command: `{command}`",
              f"- Models: {len(points)} ({counts.get('ok', 0)} ok, {counts.get('failed', 0)} failed, "
              f"{counts.get('pending', 0)} pending); trend axes: {', '.join(study.axes)}; schemes: "
              f"{', '.join(study.schemes())}; seeds: {points['seed'].nunique()}",
-             f"- Code versions of the models: {', '.join(codes) or 'none yet'}",
+             *_versions(points),
              f"- Trained between {finished.min()} and {finished.max()}" if len(finished) else "- Not trained yet",
              f"- Training and scoring time of the models: {seconds / 3600:.2f} h of one thread",
-             "- Intervals: 95 % t intervals over seeds (a difference of two schemes paired by seed); shares of "
-             "blocks: the wider of the t interval over seeds and Wilson's over the blocks pooled. Trends at the level "
-             "of the design: the cell means' least-squares slope against log(axis) per e-fold (t on cells - 2 dof) "
-             "with the line's lack-of-fit test; a rejected line (p < 0.05) leaves the verdict to the last minus the "
-             "first cell (Welch); two axis values give no direction verdict. The family of a report's direction "
-             "verdicts is adjusted by Holm's method and the verdicts read the adjusted p; docs/studies.md"]
+             f"- Inference: {level} intervals (confidence {inference.confidence:g}); levels: t intervals over seeds "
+             "(a difference of two schemes over the seeds' pairs; a share of blocks the wider of that and Wilson's over "
+             "the blocks pooled), each a statement about its own cell, **unadjusted**. Trends: the cell means' "
+             "least-squares slope against log(axis) per e-fold, t on cells - 2 degrees of freedom (the cells are the "
+             f"units: a random cell effect), always; the family of the full-length direction verdicts is adjusted by "
+             f"{inference.method_name}'s method ({inference.multiplicity}) and read at the adjusted p; the shorter "
+             "length's verdicts are evidence of stability, unadjusted; docs/studies.md#verdicts"]
     if study.tuned:
         beyond = f" (and {', '.join(f'{v:g}' for v in study.tune_lr_beyond)} past an edge where a cell's best was " \
                  "at it)" if study.tune_lr_beyond else ""
         lines.append(f"- Learning rate: tuned per scheme and cell over {', '.join(f'{v:g}' for v in study.tune_lr)}"
                      f"{beyond} on seed{'s' * (len(study.tune_seeds) > 1)} {', '.join(map(str, study.tune_seeds))} "
-                     "(lowest mean held-out loss), then trained on every seed; the claims are judged at the chosen rates "
-                     "(section \"Tuned learning rates\", tuning.csv)")
+                     "(lowest mean held-out loss), then trained on every seed at the chosen rate. The comparisons leave "
+                     "the tuning seeds out (they chose the rate: a winner's curse) and run on two lines: `tuned`, each "
+                     "cell at its chosen rate, and `fixed`, the cells at each scheme's most chosen rate (section "
+                     "\"Tuned learning rates\", tuning.csv, and each cell's rate sensitivity)")
     if study.stability:
         lines.append(f"- Stability: every model is also trained for {study.stability[0]} of the {study.stability[1]} "
-                     "steps (a whole schedule of its own); each verdict at the full length says whether the shorter "
-                     "models give the same (column stability)")
+                     "steps (a whole schedule of its own); each full-length row gives the change of its statistic from "
+                     "the shorter models, paired by seed, with its interval: stable where it lies within half the "
+                     "full-length effect, moves where it excludes 0 otherwise, unresolved else")
     slopes = points.loc[points["status"] == "ok", "loss_slope"].dropna() if "loss_slope" in points else []
     if len(slopes):
         lines.append(f"- Convergence: training-loss slope over the last quarter of the steps, per 1000 steps: median "
@@ -110,24 +130,48 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
     return lines
 
 
+def _calibration_section(study, calibration: pd.DataFrame) -> list[str]:
+    """The verdict rules' error rates and power simulated on this study's design."""
+    if calibration.empty:
+        return []
+    shown = calibration.assign(rate=[f"{r.rate:.3f} ± {r.rate_se:.3f}" for r in calibration.itertuples()])
+    nominal = 1 - study.inference.confidence
+    null = calibration[(calibration["scenario"] == "null") & (calibration["claim"] == "family")]
+    family = f"{null['rate'].iloc[0]:.3f}" if len(null) else "not simulated"
+    return ["", "## What the design can resolve", "",
+            f"Synthetic studies of this design ({int(calibration['studies'].max())} each; the cells, seeds and family "
+            "that ran, a cell effect of the spread the data show beyond the seeds), judged by the code that wrote "
+            f"this report (simulate.claims.calibration; docs/studies.md#what-the-design-can-resolve). `rate`: false "
+            f"direction verdicts under a null (at most {nominal:g} is nominal), power under the papers' effect, and "
+            f"the old endpoint rule's false verdicts (the negative control). The family's error under the null: "
+            f"{family}. `detectable`: the smallest slope per e-fold the test detects at 80 % power at Holm's first "
+            "step; a trend not resolved where that exceeds the papers' effect reads \"design cannot resolve\".", "",
+            markdown_table(shown[["scenario", "claim", "statistic", "line", "cells", "seeds", "cell_to_seed", "rate",
+                                  "detectable", "reference"]])]
+
+
 def _trend_section(trends: pd.DataFrame) -> list[str]:
     if trends.empty:
         return []
     table = pd.DataFrame({
         "claim": trends["claim"], "statistic": trends["statistic"], "scheme": trends["scheme"],
-        "axis": trends["axis"], "group": trends["group"],
-        "cells": trends["cells"],
+        "axis": trends["axis"], "group": trends["group"], "line": trends["line"], "cells": trends["cells"],
         "slope per e-fold (cell means)": [_interval(r.slope, r.low, r.high) for r in trends.itertuples()],
-        "line's lack of fit p": [f"{p:.2g}" if p == p else "" for p in trends["lack_of_fit_p"]],
-        "last minus first cell": [_interval(r.contrast, r.contrast_low, r.contrast_high) for r in trends.itertuples()],
-        "verdict from": trends["method"], "p (Holm)": [_p_pair(r.p_value, r.p_adjusted) for r in trends.itertuples()],
-        "claimed": trends["direction"], "verdict": trends["verdict"],
+        "p (adjusted)": [_p_pair(r.p_value, r.p_adjusted) for r in trends.itertuples()],
+        "claimed": trends["direction"], "verdict": trends["verdict"].map(str),
+        "detectable at 80 %": [f"{v:.3g}" if v == v else "" for v in trends["detectable"]],
         "models": [f"{r.n}" + (f" ({r.failed} failed)" if r.failed else "") + (f" ({r.pending} pending)"
                    if r.pending else "") for r in trends.itertuples()],
-        "crossing": trends["crossing_note"]})
-    if "stability" in trends and trends["stability"].astype(bool).any():
-        table["stability"] = trends["stability"].to_numpy()
+        "shape": trends["shape"], "crossing": trends["crossing"],
+        "stability": [_stability_words(r) for r in trends.itertuples()]})
     return ["", "## Trends", "", markdown_table(table)]
+
+
+def _stability_words(row) -> str:
+    """``stable (change +0.01 [-0.02, 0.04])``, or '' for a row without a change."""
+    if row.stability is None:
+        return ""
+    return f"{row.stability} (change {_interval(row.change, row.change_low, row.change_high)})"
 
 
 def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[str]:
@@ -138,24 +182,27 @@ def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[st
         rows = levels[levels["claim"] == name] if not levels.empty else levels
         lines += ["", f"### `{name}`: {claim.statement}", "", f"Source: {claim.source}. Statistic `{claim.statistic}`"
                   f" on {claim.describe_sides}" + (f"; claimed sign {'> 0' if claim.sign > 0 else '< 0'}"
-                                                   if claim.sign is not None else "") + "."]
+                                                   if claim.sign is not None else "")
+                  + (f"; the papers' effect: {claim.reference.source}" if claim.reference else "") + "."]
         if len(rows):
             table = rows[fields + ["statistic", "n"]].copy()
-            table["mean [95% CI]"] = [_interval(r.mean, r.low, r.high) for r in rows.itertuples()]
-            table["verdict"] = rows["verdict"].to_numpy()
-            if "stability" in rows and rows["stability"].astype(bool).any():
-                table["stability"] = rows["stability"].to_numpy()
+            table["mean [CI]"] = [_interval(r.mean, r.low, r.high) for r in rows.itertuples()]
+            table["verdict"] = rows["verdict"].map(lambda v: "" if v is None or v is Verdict.NO_DIRECTION else str(v))
+            table["detectable at 80 %"] = [f"{v:.3g}" if v == v else "" for v in rows["detectable"]]
+            table["stability"] = [_stability_words(r) for r in rows.itertuples()]
+            if rows["growth_class"].notna().any():
+                table["growth class"] = rows["growth_class"].map(lambda v: "" if v is None else str(v)).to_numpy()
             if rows["detail"].astype(bool).any():
                 table["detail"] = rows["detail"].to_numpy()
-            lines += ["", markdown_table(table)]
+            lines += ["", markdown_table(table.loc[:, (table != "").any()])]
         for row in (trends[trends["claim"] == name] if len(trends) else trends).itertuples():
-            lines.append(f"\nTrend along {row.axis} ({row.group}): slope of the cell means "
+            lines.append(f"\nTrend along {row.axis} ({row.group}, line {row.line}): slope of the cell means "
                          f"{_interval(row.slope, row.low, row.high)} per e-fold over {row.cells} axis values "
-                         f"({row.n} models), last minus first cell "
-                         f"{_interval(row.contrast, row.contrast_low, row.contrast_high)}"
-                         + (f", claimed: {row.direction}, judged by the {row.method} (p {_p_pair(row.p_value, row.p_adjusted)})"
-                            if row.direction else "")
-                         + f" -> **{row.verdict}**" + (f"; {row.crossing_note}" if row.crossing_note else "") + ".")
+                         f"({row.n} models; {row.shape})"
+                         + (f", claimed: {row.direction} (p {_p_pair(row.p_value, row.p_adjusted)})" if row.direction
+                            else "")
+                         + f" -> **{row.verdict}**" + (f"; needs {row.needs}" if row.needs else "")
+                         + (f"; {row.crossing}" if row.crossing else "") + ".")
     return lines
 
 
@@ -164,9 +211,9 @@ def _phase_section(study, levels: pd.DataFrame) -> list[str]:
     if len(study.axes) != 2 or levels.empty:
         return []
     first, second = study.axes
-    lines = ["", f"## Phase diagram: trained growth class over {first} x {second}"]
+    lines = ["", f"## Phase diagram: trained growth class over {first} x {second} (a description of the profiles)"]
     for claim in (c for c in CLAIMS.values() if c.kind is Kind.GROWTH):
-        rows = levels[(levels["claim"] == claim.id) & (levels["statistic"] == "var_growth")]
+        rows = levels[levels["claim"] == claim.id]
         if rows.empty:
             continue
         cells = {(r[first], r[second]): f"{r['growth_class']} {_interval(r['mean'], r['low'], r['high'], '.2g')}"
@@ -175,7 +222,8 @@ def _phase_section(study, levels: pd.DataFrame) -> list[str]:
         table = pd.DataFrame([{first: value, **{f"{second}={c}": cells.get((value, c), "") for c in columns}}
                               for value in sorted(rows[first].unique())])
         lines += ["", f"{claim.schemes[0]}: class, then the exponent p (polynomial) or the rate r per block "
-                      "(exponential) with its interval", "", markdown_table(table)]
+                      f"(exponential) with its interval ({GrowthClass.NOT_IDENTIFIABLE}: too few blocks)", "",
+                  markdown_table(table)]
     return lines
 
 
@@ -205,9 +253,38 @@ def _tuning_section(study, tuning: pd.DataFrame | None) -> list[str]:
             "", markdown_table(table)]
 
 
-def study_markdown(study, points, levels, trends, command: str, tuning: pd.DataFrame | None = None) -> str:
+def _sensitivity_section(study, candidates) -> list[str]:
+    """Each signed claim's statistic on the tuning seed at every rate its cell tried: how the comparison would read
+    at the neighbouring rates (one model each, no interval)."""
+    if not study.tuned or not candidates:
+        return []
+    fields = [f for f in study.cell_fields() if f != "steps"]
+    full = study.stability[1] if study.stability else None
+    tuning = [m for m in candidates if m.status == "ok" and m.seed in study.tune_seeds
+              and (full is None or m.value("steps") == full)]
+    rows = []
+    for claim in (CLAIMS[n] for n in study.claims if CLAIMS[n].kind is Kind.SIGNED and not CLAIMS[n].paired):
+        for cell in sorted({m.cell(fields) for m in tuning if m.scheme == claim.schemes[0]}):
+            here = sorted((m for m in tuning if m.scheme == claim.schemes[0] and m.cell(fields) == cell),
+                          key=lambda m: m.point.setting.lr)
+            values = {f"lr={m.point.setting.lr:g}": m.stats.value(claim.statistic) for m in here}
+            signs = {math.copysign(1, v) for v in values.values() if v == v and v != 0}
+            rows.append({"claim": claim.id, "scheme": claim.schemes[0], **dict(zip(fields, cell)),
+                         **{k: f"{v:.3g}" for k, v in values.items()},
+                         "sign": "changes with the rate" if len(signs) > 1 else "same at every rate"})
+    if not rows:
+        return []
+    table = pd.DataFrame(rows).fillna("not tried")
+    return ["", "## Rate sensitivity", "", "Each claim's statistic on the tuning seed's model at every rate its cell "
+            "tried (one model each: no interval); where the sign changes with the rate, the cell's verdict depends on "
+            "the rate tuning chose.", "", markdown_table(table)]
+
+
+def study_markdown(study, points, levels, trends, calibration, command: str, tuning: pd.DataFrame | None = None,
+                   candidates=()) -> str:
     """The text of ``study.md`` (module docstring)."""
-    lines = (_header(study, points, command) + _trend_section(trends) + _tuning_section(study, tuning)
+    lines = (_header(study, points, command) + _calibration_section(study, calibration) + _trend_section(trends)
+             + _tuning_section(study, tuning) + _sensitivity_section(study, candidates)
              + _phase_section(study, levels) + _level_section(study, levels, trends))
     return "\n".join(lines) + "\n"
 
@@ -215,6 +292,8 @@ def study_markdown(study, points, levels, trends, command: str, tuning: pd.DataF
 def write_reports(study, out, command: str | None = None) -> Written:
     """Read ``study``'s models from ``out`` and write its report files into ``out/NAME`` (``tuning.csv`` too
     for a tuned study)."""
+    import dataclasses
+
     from simulate.study.tuning import resolve_tuning, tuning_table
 
     out = Path(out)
@@ -224,29 +303,15 @@ def write_reports(study, out, command: str | None = None) -> Written:
     tuning = tuning_table(study, out) if study.tuned else None
     if tuning is not None:
         atomic_write(folder / "tuning.csv", lambda temp: tuning.to_csv(temp, index=False))
-    models = load_models(study, out)
-    points, levels, trends = points_table(study, models), levels_table(study, models), trends_table(study, models)
+    candidates = load_models(dataclasses.replace(study, sweep=study.candidates), out) if study.tuned else []
+    chosen = {p.key for p in study.sweep.points}
+    models = [m for m in candidates if m.point.key in chosen] if study.tuned else load_models(study, out)
+    points, levels = points_table(study, models), levels_table(study, models)
+    trends, judgements = trends_table(study, models)
+    calibration = calibration_table(study, judgements)
     command = command or f"python -m simulate study SPEC --out {out}"
     atomic_write(folder / "points.parquet", lambda temp: points.to_parquet(temp, index=False))
-    atomic_write(folder / "levels.csv", lambda temp: levels.to_csv(temp, index=False))
-    atomic_write(folder / "trends.csv", lambda temp: trends.to_csv(temp, index=False))
-    write_text_atomic(folder / "study.md", study_markdown(study, points, levels, trends, command, tuning))
+    write_tables(folder, levels, trends, calibration)
+    write_text_atomic(folder / "study.md", study_markdown(study, points, levels, trends, calibration, command, tuning,
+                                                          candidates))
     return Written(folder, int((points["status"] == "ok").sum()), len(trends), len(_warnings(points)))
-
-
-def at_full_length(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a report table at the study's full length (its longest ``steps``; every row of a study
-    without that column): the verdicts a run reports, a stability study's shorter twins apart."""
-    if "steps" not in table or table["steps"].isna().all():
-        return table
-    return table[table["steps"] == table["steps"].max()]
-
-
-def read_study(out, name: str) -> StudyResults:
-    """The report tables of study ``name`` in ``out`` (FileNotFoundError naming the missing file)."""
-    folder = Path(out) / name
-    for file in REPORT_FILES:
-        if not (folder / file).is_file():
-            raise FileNotFoundError(f"{folder / file}: no such study report (run python -m simulate study)")
-    return StudyResults(name, pd.read_parquet(folder / "points.parquet"), pd.read_csv(folder / "levels.csv"),
-                        pd.read_csv(folder / "trends.csv", keep_default_na=False, na_values=[""]))

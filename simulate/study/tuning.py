@@ -39,7 +39,7 @@ import pandas as pd
 from simulate.sweep.store import finished_records
 
 __all__ = ["DIVERGED_LOSS", "tuning_cell", "tuning_points", "choose_rate", "reached_rates", "tuning_table",
-           "resolve_tuning", "planned_points", "unplanned_points", "resolve_studies"]
+           "resolve_tuning", "planned_points", "unplanned_points", "fixed_rates", "resolve_studies"]
 
 DIVERGED_LOSS = math.log(256)  # nats/byte of the uniform guess over bytes: a model above it learned nothing
 
@@ -193,6 +193,29 @@ def unplanned_points(study, out) -> tuple[list, list]:
     rest = [p for p in candidates.points if p.key in finished]
     waiting = [p for p in rest if chosen[tuning_cell(study, p)][2] == "pending"]
     return [p for p in rest if chosen[tuning_cell(study, p)][2] != "pending"], waiting
+
+
+def fixed_rates(study, models) -> dict[str, float]:
+    """Each scheme's *fixed* rate: the rate most of its tuning cells chose (a tie: the one its last cell chose,
+    cells in order of their values), read from ``models``, a resolved study's models (each at its cell's
+    chosen rate). The comparisons along an axis at one rate held fixed use it (simulate.study.analysis).
+
+    >>> from types import SimpleNamespace as Record
+    >>> study = Record(cell_fields=lambda: ("depth",))
+    >>> models = [Record(point=Record(setting=Record(lr=lr, scheme="lns"), axes={"depth": depth}))
+    ...           for depth, lr in ((4, 3e-3), (8, 1e-2), (16, 1e-2))]
+    >>> fixed_rates(study, models)
+    {'lns': 0.01}
+    """
+    chosen: dict[tuple, float] = {}
+    for model in models:
+        chosen[tuning_cell(study, model.point)] = model.point.setting.lr
+    counts: dict[str, dict[float, int]] = {}
+    for cell in sorted(chosen):
+        rates = counts.setdefault(cell[0], {})
+        rates[chosen[cell]] = rates.get(chosen[cell], 0) + 1
+        rates[chosen[cell]] = rates.pop(chosen[cell])  # the latest cell's rate last: it wins a tie below
+    return {scheme: max(reversed(list(rates)), key=rates.get) for scheme, rates in counts.items()}
 
 
 def resolve_studies(studies, out) -> list:

@@ -1,0 +1,97 @@
+"""The words of every judgement the workbench prints: one enum per kind, each word defined once.
+
+A judgement's word is an enum member, never a bare string: it prints as its word
+(``str(Verdict.HOLDS) == "holds"``) but does not compare equal to one, so a misspelt or stale
+word is an error where it is read (:meth:`Word.parse`), not a silent mismatch. The module sits
+at the bottom of the workbench (no imports but the standard library), so the random-init checks
+(``simulate.compare``), the accuracy map (``theory.accuracy``) and the trained claims
+(``simulate.claims``) share the words without importing each other. Which rule chooses a word
+lives with what it judges.
+
+>>> str(Verdict.HOLDS), Verdict.HOLDS == "holds", Verdict.parse("violated") is Verdict.VIOLATED
+('holds', False, True)
+>>> Verdict.parse("hold")
+Traceback (most recent call last):
+...
+ValueError: 'hold' is not a Verdict word: one of holds, holds as a bound, holds approximately, ...
+>>> f"{GrowthClass.EXPONENTIAL:>12}|", Stability.parse("moves").name
+(' exponential|', 'MOVES')
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = ["Word", "Verdict", "GrowthClass", "BlindTest", "Stability"]
+
+
+class Word(Enum):
+    """A judgement's word: prints as its value; :meth:`parse` reads one back and refuses an unknown word."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def parse(cls, word):
+        """The member whose word is ``word`` (a member is returned as it is); ValueError naming the allowed words
+        (the first three, then ``...``) for anything else."""
+        if isinstance(word, cls):
+            return word
+        try:
+            return cls(word)
+        except ValueError:
+            allowed = [member.value for member in cls]
+            shown = ", ".join(allowed[:3]) + (", ..." if len(allowed) > 3 else "")
+            raise ValueError(f"{word!r} is not a {cls.__name__} word: one of {shown}") from None
+
+
+class Verdict(Word):
+    """What a check or a claim says: the random-init laws (``simulate.compare``), the trained claims' levels and
+    trends (``simulate.claims``)."""
+
+    HOLDS = "holds"
+    HOLDS_AS_BOUND = "holds as a bound"
+    HOLDS_APPROXIMATELY = "holds approximately"
+    VIOLATED = "violated"
+    INCONCLUSIVE = "inconclusive"
+    UNRESOLVABLE = "design cannot resolve"
+    NO_PREDICTION = "no prediction"
+    NOT_MEASURED = "not measured"
+    NOT_APPLICABLE = "not applicable at init"
+    NO_DIRECTION = "no direction claimed"
+    TOO_FEW_AXIS_VALUES = "too few axis values"
+
+    @property
+    def judged(self) -> bool:
+        """Whether the word is a judgement of the evidence (holds, violated, inconclusive, cannot resolve), not
+        the absence of one."""
+        return self in (Verdict.HOLDS, Verdict.VIOLATED, Verdict.INCONCLUSIVE, Verdict.UNRESOLVABLE)
+
+
+class GrowthClass(Word):
+    """The shape of a variance profile over the blocks of one model (``simulate.claims.growth``)."""
+
+    POLYNOMIAL = "polynomial"
+    EXPONENTIAL = "exponential"
+    UNDETERMINED = "undetermined"
+    NOT_IDENTIFIABLE = "not identifiable"  # too few blocks for the fits to tell the classes apart
+
+
+class BlindTest(Word):
+    """A law's prediction of models it was not fitted on, once they exist."""
+
+    PASSES = "passes"
+    PASSES_UNINFORMATIVE = "passes, uninformative"
+    FAILS = "fails"
+    PENDING = "pending"
+
+
+class Stability(Word):
+    """Whether a statistic holds still between a shorter and the full training length (``simulate.claims``)."""
+
+    STABLE = "stable"
+    MOVES = "moves"
+    UNRESOLVED = "unresolved"
