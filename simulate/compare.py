@@ -49,10 +49,10 @@ import numpy as np
 import pandas as pd
 
 from simulate.cache import cached_simulate
-from simulate.claims.verdicts import Verdict
 from simulate.engine import NumericalBlowUp
 from theory.accuracy import measured_bound
 from theory.setting import Setting
+from theory.verdicts import Verdict
 
 __all__ = ["COLUMNS", "Z_LIMIT", "APPROX_REL_TOLERANCE", "CURVE_WORDS", "VERDICT_WORDS", "describe_setting",
            "describe_curve", "verdict_sentence", "run_monte_carlo", "classify", "layer_errors", "compare", "verdict_row", "check"]

@@ -25,8 +25,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from simulate.claims.inference import INFERENCE_FIELDS
-from simulate.claims.verdicts import Verdict
+from simulate.claims.judgement import INFERENCE_FIELDS
 from simulate.compare import APPROX_REL_TOLERANCE, COLUMNS, Z_LIMIT, check, compare, describe_setting, verdict_row
 from simulate.engine import CONFIDENCE
 from simulate.runtime.interrupts import deferred_signals, exit_code, handle_signals, interrupted_line, signal_of
@@ -34,6 +33,7 @@ from theory.cli import CliParser, add_progress_argument, fail, markdown_table, o
 from theory.constraints import ConstraintError
 from theory.files import write_text_atomic
 from theory.setting import Setting
+from theory.verdicts import Verdict
 
 __all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "summarize", "to_markdown", "main",
            "init_growth_rows", "judgement_row", "trained_summary", "trained_section", "check_trained_runs", "add_trained_rows", "INIT_TITLE",
@@ -301,7 +301,7 @@ _TRAINED_SUMMARY = ["id", "where", "statistic", "at step 0", "verdict at step 0"
 def trained_summary(table: pd.DataFrame) -> pd.DataFrame:
     """One line per trained claim, runs and statistic: at step 0 beside the end of training (rows with
     ``stage`` >= 0, from :func:`add_trained_rows`)."""
-    from simulate.claims.intervals import Interval
+    from simulate.claims.judgement import Interval
 
     rows = table[table["stage"].astype(float) >= 0]
     out = []
@@ -320,16 +320,19 @@ def trained_summary(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=_TRAINED_SUMMARY)
 
 
-def trained_section(table: pd.DataFrame) -> str:
+def trained_section(table: pd.DataFrame, confidence: float = CONFIDENCE) -> str:
     """verify.md's "Trained claims" section ('' when the table has no trained rows): one line per claim,
-    then :func:`trained_summary`'s table."""
+    then :func:`trained_summary`'s table; its intervals are at ``confidence``."""
+    from simulate.claims.judgement import level_label
+
     summary = trained_summary(table)
     if summary.empty:
         return ""
     lines = [f"- **{r['id']}** {r['statistic']}, {r['where']}: trained {r['trained']} -> {r['verdict trained']}; "
              f"at step 0 {r['at step 0']} -> {r['verdict at step 0']}" for r in summary.to_dict("records")]
     return ("\n## Trained claims (step 0 beside the end of training)\n\nClaims, statistics and verdicts: "
-            "simulate.claims (docs/scores.md). Intervals: 95 % t intervals over seeds; a difference between two "
+            f"simulate.claims (docs/scores.md). Intervals: {level_label(confidence)} t intervals over seeds "
+            "(the --confidence they ran with); a difference between two "
             "groups of runs is paired by seed where both have the same seeds, else Welch's; growth exponents "
             "from the fits of simulate.claims.growth. holds / violated: the interval lies on the claimed / the "
             "other side; inconclusive: it contains the boundary.\n\n" + "\n".join(lines) + "\n\n"
@@ -392,11 +395,11 @@ TRAINED_TITLE = "Trained claims against training runs"
 _DEFAULT_OUT = {INIT_TITLE: "out/verify", TRAINED_TITLE: "out/verify-trained"}
 
 
-def trained_markdown_report(table: pd.DataFrame, convergence: pd.DataFrame) -> str:
+def trained_markdown_report(table: pd.DataFrame, convergence: pd.DataFrame, confidence: float = CONFIDENCE) -> str:
     """verify.md of ``verify --trained``: the trained claims (step 0 beside the end of training), how far each
     run is from converged, then every row."""
     slope = "docs/studies.md#statistics-of-one-model"
-    return (f"# {TRAINED_TITLE}\n{trained_section(table)}\n## Convergence\n\nTraining-loss slope over the last "
+    return (f"# {TRAINED_TITLE}\n{trained_section(table, confidence)}\n## Convergence\n\nTraining-loss slope over the last "
             f"quarter of each run's steps, nats/byte per 1000 steps (0: converged; {slope})\n\n"
             f"{markdown_table(convergence)}\n\n## Every row\n\n{markdown_table(table)}\n")
 
@@ -498,7 +501,7 @@ def main(argv=None) -> int:
     with deferred_signals() as pending:  # the two reports are written whole, together
         out.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out / "verify.csv", table.to_csv(index=False))
-        write_text_atomic(out / "verify.md", trained_markdown_report(table, convergence) if trained else to_markdown(table))
+        write_text_atomic(out / "verify.md", trained_markdown_report(table, convergence, args.confidence) if trained else to_markdown(table))
     print(f"{len(table)} rows in {time.perf_counter() - started:.1f} s -> {out / 'verify.csv'}, {out / 'verify.md'}")
     if pending:
         print(interrupted_line(prog, pending[0], "while the reports were written", f"both are complete in {out}",

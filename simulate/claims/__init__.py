@@ -34,9 +34,10 @@ if TYPE_CHECKING:  # never run; it shows the package's modules to type checkers 
                                  growth, judgement, statistics, trends)
 
 _NAMES = {
-    "simulate.claims.judgement": ("Interval", "NO_INTERVAL", "Difference", "t_interval", "welch_interval",
-                                  "difference_interval", "share_interval", "MULTIPLICITY_METHODS", "INFERENCE_FIELDS",
-                                  "Inference", "Judgement", "TrendJudgement"),
+    "simulate.claims.judgement": ("POWER", "Interval", "NO_INTERVAL", "Difference", "t_interval", "welch_interval",
+                                  "difference_interval", "share_interval", "level_label", "detectable_slope",
+                                  "claimed_sign_verdict", "MULTIPLICITY_METHODS", "INFERENCE_FIELDS", "Inference",
+                                  "Judgement", "TrendDesign", "TrendJudgement"),
     "simulate.claims.definitions": ("SIZE_AXES", "Kind", "Reference", "GrowthRule", "KNOBS", "Claim", "CLAIMS",
                                     "applicable_claims", "growth_claim", "sparser"),
     "simulate.claims.statistics": ("NEGLIGIBLE_FRACTION", "SHARE_STATISTICS", "STATISTICS", "ModelEvidence",
@@ -44,8 +45,8 @@ _NAMES = {
     "simulate.claims.growth": ("EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "growth_summary",
                                "describe_growth", "judge_growth"),
     "simulate.claims.depth_laws": ("DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law"),
-    "simulate.claims.trends": ("POWER", "Cells", "cells_of", "Trend", "fit_trend", "detectable_slope",
-                               "direction_verdict", "describe_shape", "Crossing", "cell_crossing", "describe_crossing"),
+    "simulate.claims.trends": ("Cells", "cells_of", "Trend", "cell_means_slope", "fit_trend", "direction_verdict",
+                               "describe_shape", "Crossing", "cell_crossing", "describe_crossing"),
     "simulate.claims.calibration": ("SCENARIOS", "calibrate"),
     "simulate.claims.across_runs": ("VERIFY_OPTIONS", "VERIFY_GROUPS", "JudgedRun", "RunJudgement", "judged_run",
                                     "judge_runs"),

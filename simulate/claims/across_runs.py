@@ -30,7 +30,8 @@ import numpy as np
 
 from simulate.claims.definitions import CLAIMS, KNOBS, Claim, Kind, sparser
 from simulate.claims.growth import growth_summary, judge_growth
-from simulate.claims.judgement import NO_INTERVAL, Judgement, difference_interval, t_interval
+from simulate.claims.judgement import (NO_INTERVAL, Judgement, claimed_sign_verdict, difference_interval,
+                                       t_interval)
 from simulate.claims.statistics import ModelEvidence, model_statistics
 from simulate.engine import CONFIDENCE
 from simulate.scores.compute import ScoreOptions
@@ -141,8 +142,9 @@ def _group_judgements(runs: list[JudgedRun], first: bool, confidence: float) -> 
                 out.append((_not_measured(claim, len(values)), depth))
                 continue
             estimate = t_interval(list(values.values()), confidence)
-            out.append((Judgement(claim, claim.statistic, estimate, estimate.signed_verdict(claim.sign),
-                                  len(values), comment=_claim_words(claim, estimate)), depth))
+            verdict, detectable = claimed_sign_verdict(claim, estimate, len(values), 1 - confidence)
+            out.append((Judgement(claim, claim.statistic, estimate, verdict, len(values),
+                                  comment=_claim_words(claim, estimate), detectable=detectable), depth))
     return out
 
 
@@ -155,8 +157,9 @@ def _difference(claim: Claim, first_runs, second_runs, first: bool, confidence: 
         return _not_measured(claim, len(a) + len(b))
     estimate, n = difference_interval(a, b, confidence)
     means = f" ({np.nanmean(list(a.values())):.4g} against {np.nanmean(list(b.values())):.4g}, {estimate.method})"
-    return Judgement(claim, claim.statistic, estimate, estimate.signed_verdict(claim.sign), n,
-                     comment=_claim_words(claim, estimate, means))
+    verdict, detectable = claimed_sign_verdict(claim, estimate, n, 1 - confidence)
+    return Judgement(claim, claim.statistic, estimate, verdict, n, comment=_claim_words(claim, estimate, means),
+                     detectable=detectable)
 
 
 def _differing_fields(a: JudgedRun, b: JudgedRun) -> list[str]:

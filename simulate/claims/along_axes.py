@@ -41,9 +41,9 @@ from simulate.claims.definitions import CLAIMS, Claim, Kind
 from simulate.claims.depth_laws import fit_depth_law
 from simulate.claims.growth import EXPONENT_TOLERANCE, describe_growth, growth_summary
 from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDesign, TrendJudgement,
-                                       share_interval, t_interval)
+                                       claimed_sign_verdict, detectable_slope, share_interval, t_interval)
 from simulate.claims.statistics import SHARE_STATISTICS
-from simulate.claims.trends import cell_crossing, describe_crossing, detectable_slope, direction_verdict, fit_trend
+from simulate.claims.trends import cell_crossing, describe_crossing, direction_verdict, fit_trend
 from theory.verdicts import GrowthClass, Stability, Verdict
 
 __all__ = ["IDENTIFIABLE_BLOCKS", "STABLE_FRACTION", "claim_samples", "growth_verdict", "judge_levels",
@@ -66,11 +66,6 @@ def claim_samples(claim: Claim, models, fields, statistic: str | None = None) ->
                      for scheme in claim.schemes)
     return [(cell, seed, value - second[(cell, seed)]) for (cell, seed), value in first.items()
             if (cell, seed) in second]
-
-
-def _detectable_level(estimate: Interval, n: int, alpha: float) -> float:
-    """The smallest effect a cell's t interval detects at 80 % power (its standard error on n - 1 dof)."""
-    return detectable_slope(estimate.se, n - 1, alpha) if n > 1 else math.nan
 
 
 def _stability(full: Interval, change: Interval) -> Stability | None:
@@ -144,16 +139,10 @@ def judge_levels(study, lines: dict) -> list[Judgement]:
 
 def _signed_level(claim: Claim, cell: dict, estimate: Interval, values: dict, inference, change) -> Judgement:
     n = int(np.isfinite(list(values.values())).sum())
-    detectable = _detectable_level(estimate, n, inference.alpha)
     if claim.sign is None:
-        verdict = Verdict.NO_DIRECTION
-    elif math.isnan(estimate.estimate):
-        verdict = Verdict.NOT_MEASURED
+        verdict, detectable = Verdict.NO_DIRECTION, detectable_slope(estimate.se, n - 1, inference.alpha)
     else:
-        verdict = estimate.signed_verdict(claim.sign)
-        reference = claim.reference.level if claim.reference else None
-        if verdict is Verdict.INCONCLUSIVE and reference is not None and not detectable <= abs(reference):
-            verdict = Verdict.UNRESOLVABLE
+        verdict, detectable = claimed_sign_verdict(claim, estimate, n, inference.alpha)
     return Judgement(claim, claim.statistic, estimate, verdict, n, cell=cell, detectable=detectable,
                      stability=_stability(estimate, change), change=change)
 

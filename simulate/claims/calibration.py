@@ -45,8 +45,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from simulate.claims.judgement import Inference, Interval
-from simulate.claims.trends import Trend, cell_means_slope, detectable_slope, direction_verdict
+from simulate.claims.judgement import Inference, Interval, detectable_slope
+from simulate.claims.trends import Trend, cell_means_slope, direction_verdict
 from theory.verdicts import Verdict
 
 __all__ = ["SCENARIOS", "CALIBRATION_COLUMNS", "calibrate"]
@@ -150,6 +150,8 @@ def calibrate(trends, inference: Inference = Inference(), studies: int = 1000, s
     reference are drawn at it, the others at 0, and only the former are shown."""
     rng = np.random.default_rng(seed)
     rows = []
+    if not trends:  # no direction verdict to calibrate (two axis values, or no claimed direction)
+        return pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
     m = max(len(trends), 1)
     for scenario in SCENARIOS:
         if scenario == "papers' effect" and not any(_reference(t.claim) for t in trends):

@@ -35,19 +35,32 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
+from scipy import integrate, optimize, stats
 
 from simulate.claims.definitions import Claim
 from simulate.engine import CONFIDENCE
 from theory.constraints import Choice, Integer, Real, check_fields
 from theory.verdicts import GrowthClass, Stability, Verdict
 
-__all__ = ["Interval", "NO_INTERVAL", "Difference", "t_interval", "welch_interval", "difference_interval",
-           "share_interval", "normal_quantile", "MULTIPLICITY_METHODS", "INFERENCE_FIELDS", "Inference", "Judgement",
-           "TrendDesign", "TrendJudgement"]
+__all__ = ["POWER", "Interval", "NO_INTERVAL", "Difference", "t_interval", "welch_interval", "difference_interval",
+           "share_interval", "level_label", "normal_quantile", "detectable_slope", "claimed_sign_verdict",
+           "MULTIPLICITY_METHODS", "INFERENCE_FIELDS", "Inference", "Judgement", "TrendDesign", "TrendJudgement"]
+
+
+POWER = 0.8  # the power at which the smallest detectable effect is stated
+
+
+def level_label(confidence: float) -> str:
+    """``95 %``: a confidence level as every report prints it.
+
+    >>> level_label(0.9)
+    '90 %'
+    """
+    return f"{confidence:.0%}".replace("%", " %")
 
 
 def normal_quantile(confidence: float) -> float:
@@ -75,7 +88,7 @@ class Interval:
     @property
     def label(self) -> str:
         """``95 % t over seeds``: the level and the method, as every report prints them."""
-        return f"{self.confidence:.0%}".replace("%", " %") + (f" {self.method}" if self.method else "")
+        return level_label(self.confidence) + (f" {self.method}" if self.method else "")
 
     def format(self, spec: str = ".3g") -> str:
         """``estimate [low, high]``; the estimate alone without bounds; '' without an estimate."""
@@ -197,6 +210,54 @@ def difference_interval(first: dict, second: dict, confidence: float = CONFIDENC
                           int(np.isfinite(values).sum()))
     return Difference(welch_interval(list(first.values()), list(second.values()), confidence),
                       int(np.isfinite(list(first.values())).sum() + np.isfinite(list(second.values())).sum()))
+
+
+def detectable_slope(se: float, dof: int, alpha: float, power: float = POWER) -> float:
+    """The smallest true slope a two-sided t test of level ``alpha`` on ``dof`` degrees of freedom detects with
+    probability ``power``, for a slope of standard error ``se``: ``se`` times :func:`_detectable_multiple` (NaN
+    without a test).
+
+    >>> round(detectable_slope(1.0, 2, 0.05), 3)  # two residual degrees of freedom: 5.7 standard errors
+    5.653
+    """
+    if not (math.isfinite(se) and se > 0 and dof >= 1):
+        return math.nan
+    return se * _detectable_multiple(int(dof), float(alpha), float(power))
+
+
+@lru_cache(maxsize=256)
+def _detectable_multiple(dof: int, alpha: float, power: float) -> float:
+    """The noncentrality at which ``P(|T| > t_(1 - alpha/2))`` reaches ``power``, ``T`` noncentral t on ``dof``:
+    the power integrated over the chi-square of the standard error (scipy's ``nct`` returns NaN at large
+    noncentralities for one or two degrees of freedom)."""
+    critical = float(stats.t.ppf(1 - alpha / 2, dof))
+    chi2 = stats.chi2(dof)
+
+    def shortfall(effect: float) -> float:
+        def rejected(v: float) -> float:
+            scale = critical * math.sqrt(v / dof)
+            return float(stats.norm.cdf(effect - scale) + stats.norm.cdf(-effect - scale)) * float(chi2.pdf(v))
+
+        return float(integrate.quad(rejected, 0.0, math.inf)[0]) - power
+
+    high = critical + 1.0
+    while shortfall(high) < 0:  # widen the bracket until the power is reached
+        high *= 2
+    return float(optimize.brentq(shortfall, 0.0, high))
+
+
+def claimed_sign_verdict(claim: Claim, estimate: Interval, n: int, alpha: float) -> tuple[Verdict, float]:
+    """The verdict on a claimed sign (``holds``, ``violated``, ``inconclusive``; ``design cannot resolve`` where
+    the smallest effect the interval's t test detects at 80 % power exceeds the papers' effect at one cell; ``not
+    measured`` without an estimate) and that detectable effect. Both judges use it: one comparison, one verdict."""
+    detectable = detectable_slope(estimate.se, n - 1, alpha) if n > 1 else math.nan
+    if math.isnan(estimate.estimate):
+        return Verdict.NOT_MEASURED, detectable
+    verdict = estimate.signed_verdict(claim.sign)
+    reference = claim.reference.level if claim.reference else None
+    if verdict is Verdict.INCONCLUSIVE and reference is not None and not detectable <= abs(reference):
+        return Verdict.UNRESOLVABLE, detectable
+    return verdict, detectable
 
 
 MULTIPLICITY_METHODS = ("holm", "bh")

@@ -42,21 +42,17 @@ that is not significant gets no point estimate, only the cells it lies between.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from scipy import integrate, optimize, stats
+from scipy import stats
 
-from simulate.claims.judgement import NO_INTERVAL, Interval
+from simulate.claims.judgement import NO_INTERVAL, Interval, detectable_slope
 from simulate.engine import CONFIDENCE
 from theory.verdicts import Verdict
 
 __all__ = ["POWER", "Cells", "cells_of", "Trend", "cell_means_slope", "fit_trend", "detectable_slope", "direction_verdict",
            "describe_shape", "Crossing", "cell_crossing", "describe_crossing"]
-
-POWER = 0.8  # the power at which the smallest detectable effect is stated
-
 
 class Cells(NamedTuple):
     """The models of a trend grouped by axis value: ``x`` ascending ``(k,)``, ``values`` one array per cell."""
@@ -217,40 +213,6 @@ def fit_trend(x, y, confidence: float = CONFIDENCE, blocks=None) -> Trend:
     return Trend(slope, p, max(cells.x.size - 2, 0), _lack_of_fit(cells), int(cells.x.size), n,
                  describe_shape(cells.x, cells.mean), residual_var, _within_var(cells), tuple(cells.x),
                  tuple(int(c) for c in cells.n))
-
-
-def detectable_slope(se: float, dof: int, alpha: float, power: float = POWER) -> float:
-    """The smallest true slope a two-sided t test of level ``alpha`` on ``dof`` degrees of freedom detects with
-    probability ``power``, for a slope of standard error ``se``: ``se`` times :func:`_detectable_multiple` (NaN
-    without a test).
-
-    >>> round(detectable_slope(1.0, 2, 0.05), 3)  # two residual degrees of freedom: 5.7 standard errors
-    5.653
-    """
-    if not (math.isfinite(se) and se > 0 and dof >= 1):
-        return math.nan
-    return se * _detectable_multiple(int(dof), float(alpha), float(power))
-
-
-@lru_cache(maxsize=256)
-def _detectable_multiple(dof: int, alpha: float, power: float) -> float:
-    """The noncentrality at which ``P(|T| > t_(1 - alpha/2))`` reaches ``power``, ``T`` noncentral t on ``dof``:
-    the power integrated over the chi-square of the standard error (scipy's ``nct`` returns NaN at large
-    noncentralities for one or two degrees of freedom)."""
-    critical = float(stats.t.ppf(1 - alpha / 2, dof))
-    chi2 = stats.chi2(dof)
-
-    def shortfall(effect: float) -> float:
-        def rejected(v: float) -> float:
-            scale = critical * math.sqrt(v / dof)
-            return float(stats.norm.cdf(effect - scale) + stats.norm.cdf(-effect - scale)) * float(chi2.pdf(v))
-
-        return float(integrate.quad(rejected, 0.0, math.inf)[0]) - power
-
-    high = critical + 1.0
-    while shortfall(high) < 0:  # widen the bracket until the power is reached
-        high *= 2
-    return float(optimize.brentq(shortfall, 0.0, high))
 
 
 def direction_verdict(trend: Trend, direction: int | None, p_adjusted: float | None = None,

@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.claims import CLAIMS, Interval, Kind
+from simulate.claims.judgement import level_label
 from simulate.study.analysis import (calibration_table, levels_table, load_models, points_table, trends_table,
                                      VERSION_COLUMNS)
 from simulate.study.tables import write_tables
@@ -90,7 +91,7 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
     finished = points["finished_at"].replace("", pd.NA).dropna()
     seconds = points[["train_s", "score_s"]].sum().sum()
     inference = study.inference
-    level = f"{inference.confidence:.0%}".replace("%", " %")
+    level = level_label(inference.confidence)
     lines = [f"# Study `{study.name}`", "",
              f"- Command: `{command}`",
              f"- Models: {len(points)} ({counts.get('ok', 0)} ok, {counts.get('failed', 0)} failed, "
@@ -199,8 +200,8 @@ def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[st
             lines.append(f"\nTrend along {row.axis} ({row.group}, line {row.line}): slope of the cell means "
                          f"{_interval(row.slope, row.low, row.high)} per e-fold over {row.cells} axis values "
                          f"({row.n} models; {row.shape})"
-                         + (f", claimed: {row.direction} (p {_p_pair(row.p_value, row.p_adjusted)})" if row.direction
-                            else "")
+                         + (f", claimed: {row.direction}" if row.direction else "")
+                         + (f" (p {_p_pair(row.p_value, row.p_adjusted)})" if row.p_value == row.p_value else "")
                          + f" -> **{row.verdict}**" + (f"; needs {row.needs}" if row.needs else "")
                          + (f"; {row.crossing}" if row.crossing else "") + ".")
     return lines

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from simulate.claims import (CLAIMS, Interval, Verdict, difference_interval, growth_claim, growth_summary,
-                             judge_growth, t_interval, welch_interval)
+from simulate.claims import (CLAIMS, Interval, difference_interval, growth_claim, growth_summary, judge_growth,
+                             t_interval, welch_interval)
+from theory.verdicts import GrowthClass, Verdict
 
-ALLOWED = {Verdict.HOLDS, Verdict.VIOLATED, Verdict.INCONCLUSIVE, Verdict.NOT_MEASURED}
+ALLOWED = {Verdict.HOLDS, Verdict.VIOLATED, Verdict.INCONCLUSIVE, Verdict.UNRESOLVABLE, Verdict.NOT_MEASURED}
 
 
 def _verdicts(lemma: str, summary) -> dict:
@@ -22,9 +23,9 @@ def _verdicts(lemma: str, summary) -> dict:
 def test_linear_growth_is_polynomial_exponent_one_and_not_p1s_step_law():
     var = 1.0 + 0.3 * np.arange(33.0)  # random-init Pre-LN: constant increments
     summary = growth_summary(var)
-    assert summary.label == "polynomial" and abs(summary.exponent.estimate - 1.0) < 1e-6, summary
+    assert summary.label is GrowthClass.POLYNOMIAL and abs(summary.exponent.estimate - 1.0) < 1e-6, summary
     assert abs(summary.step.estimate - 2.0) < 1e-9, f"constant increments: q = {summary.step.estimate}, target 2"
-    assert _verdicts("p1-lemma-3.2", summary) == {"var_growth": "holds", "var_step": "violated"}
+    assert _verdicts("p1-lemma-3.2", summary) == {"var_growth": Verdict.HOLDS, "var_step": Verdict.VIOLATED}
 
 
 def test_p1s_own_recursion_is_recognised():
@@ -32,23 +33,23 @@ def test_p1s_own_recursion_is_recognised():
     for _ in range(64):
         var.append(var[-1] * (1 + 0.5 / math.sqrt(var[-1])))  # P1 Lemma 3.2 read as 1 + c/sigma, c = 0.5
     summary = growth_summary(np.array(var))
-    _, low, high = summary.step
+    low, high = summary.step.low, summary.step.high
     assert low <= 1.0 <= high and abs(summary.step.estimate - 1.0) < 0.05, summary.step
-    assert summary.label == "polynomial" and summary.exponent.estimate > 1.3, summary.exponent  # tends to L^2
-    assert _verdicts("p1-lemma-3.2", summary)["var_step"] == "holds"
+    assert summary.label is GrowthClass.POLYNOMIAL and summary.exponent.estimate > 1.3, summary.exponent  # tends to L^2
+    assert _verdicts("p1-lemma-3.2", summary)["var_step"] is Verdict.HOLDS
 
 
 def test_exponential_and_logarithmic_growth():
     layers = np.arange(25.0)
     expo = growth_summary(0.1 + np.exp(0.2 * layers))
-    assert expo.label == "exponential" and abs(expo.rate.estimate - 0.2) < 0.01, expo.rate
+    assert expo.label is GrowthClass.EXPONENTIAL and abs(expo.rate.estimate - 0.2) < 0.01, expo.rate
     lns_init = growth_summary(np.r_[1.0, 1.0 + np.cumsum(1.0 / np.arange(1, 65))])  # Theta(log L)
-    assert _verdicts("p1-lns", lns_init) == {"var_growth": "violated"}, lns_init.exponent
+    assert _verdicts("p1-lns", lns_init) == {"var_growth": Verdict.VIOLATED}, lns_init.exponent
     with pytest.raises(ValueError, match="lemma='p2-thm-1' is not allowed"):
         growth_claim("p2-thm-1")
     with pytest.raises(ValueError, match="not a growth claim"):
         judge_growth(CLAIMS["p1-lns-loss"], lns_init)
-    assert _verdicts("p1-lns", expo) == {"var_growth": "violated"}, expo.rate
+    assert _verdicts("p1-lns", expo) == {"var_growth": Verdict.VIOLATED}, expo.rate
 
 
 def test_seeds_that_cannot_tell_the_classes_apart_leave_the_class_undetermined():
@@ -57,9 +58,9 @@ def test_seeds_that_cannot_tell_the_classes_apart_leave_the_class_undetermined()
     layers = np.arange(17.0)
     curves = np.stack([1.0 + np.exp(0.25 * layers), 1.0 + 2.0 * layers, 1.0 + np.exp(0.02 * layers) * layers])
     summary = growth_summary(curves)
-    assert summary.label == "undetermined" and summary.preference.low < 0 < summary.preference.high, summary
+    assert summary.label is GrowthClass.UNDETERMINED and summary.preference.low < 0 < summary.preference.high, summary
     (judgement,) = judge_growth(growth_claim("p1-lns"), summary)
-    assert judgement.verdict == "inconclusive" and "cannot tell the fits apart" in judgement.comment, judgement
+    assert judgement.verdict is Verdict.INCONCLUSIVE and "cannot tell the fits apart" in judgement.comment, judgement
 
 
 def test_the_class_test_names_a_class_the_seeds_agree_on():
@@ -68,8 +69,8 @@ def test_the_class_test_names_a_class_the_seeds_agree_on():
     noise = 1 + 0.01 * rng.standard_normal((3, 17))  # (3, 17) one percent per layer and seed
     expo = growth_summary((1.0 + np.exp(0.3 * layers)) * noise)
     poly = growth_summary((1.0 + 0.5 * layers**1.5) * noise)
-    assert expo.label == "exponential" and expo.preference.low > 0, expo.preference
-    assert poly.label == "polynomial" and poly.preference.high < 0, poly.preference
+    assert expo.label is GrowthClass.EXPONENTIAL and expo.preference.low > 0, expo.preference
+    assert poly.label is GrowthClass.POLYNOMIAL and poly.preference.high < 0, poly.preference
 
 
 def test_the_per_layer_factor_leaves_out_block_1_and_counts_the_blocks_it_drops():
@@ -87,23 +88,24 @@ def test_the_per_layer_factor_leaves_out_block_1_and_counts_the_blocks_it_drops(
 
 def test_seed_intervals_match_scipy():
     a, b = [1.0, 1.4, 0.9, 1.2], [0.2, 0.5, 0.1]
-    mean, low, high = welch_interval(a, b)
+    welch = welch_interval(a, b)
+    low, high = welch.low, welch.high
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     assert math.isclose(low, ci.low, rel_tol=1e-9) and math.isclose(high, ci.high, rel_tol=1e-9), (low, high, ci)
-    _, low, high = t_interval(a)
+    low, high = t_interval(a).low, t_interval(a).high
     ci = stats.ttest_1samp(a, 0.0).confidence_interval(0.95)
     assert math.isclose(low, ci.low, rel_tol=1e-9) and math.isclose(high, ci.high, rel_tol=1e-9)
     paired = difference_interval(dict(enumerate(a[:3])), dict(enumerate(b)))
     ci = stats.ttest_rel(a[:3], b).confidence_interval(0.95)
-    assert paired.method == "paired by seed" and paired.n == 3, paired
+    assert paired.estimate.method == "paired by seed" and paired.n == 3, paired
     assert math.isclose(paired.estimate.low, ci.low, rel_tol=1e-9) and math.isclose(paired.estimate.high, ci.high,
                                                                                      rel_tol=1e-9), (paired, ci)
     unpaired = difference_interval(dict(enumerate(a)), dict(enumerate(b)))
-    assert unpaired.method == "Welch" and unpaired.n == 7 and unpaired.estimate == welch_interval(a, b), unpaired
-    assert Interval(1.0, 0.5, 1.5).signed_verdict(1) == "holds" and Interval(1.0, 0.5, 1.5).signed_verdict(-1) \
-        == "violated"
-    assert Interval(0.1, -0.5, 0.7).signed_verdict(1) == "inconclusive" and Interval(0.1).signed_verdict(1) \
-        == "inconclusive"
+    assert unpaired.estimate.method == "Welch" and unpaired.n == 7 and unpaired.estimate == welch_interval(a, b), unpaired
+    assert Interval(1.0, 0.5, 1.5).signed_verdict(1) is Verdict.HOLDS
+    assert Interval(1.0, 0.5, 1.5).signed_verdict(-1) is Verdict.VIOLATED
+    assert Interval(0.1, -0.5, 0.7).signed_verdict(1) is Verdict.INCONCLUSIVE
+    assert Interval(0.1).signed_verdict(1) is Verdict.INCONCLUSIVE
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +132,8 @@ def test_trained_rows_cover_every_claim_at_step_0_and_trained(tiny_claim_runs):
     assert set(rows["stage"]) == {0, 20}, set(rows["stage"])  # an integer stage, no step packed into the setting
     assert not rows["setting"].str.contains("step").any(), rows["setting"].unique()
     one_seed = rows[rows["kind"] == "claim"]
-    assert one_seed["verdict"].isin(["inconclusive", "not measured"]).all(), "one seed gives no interval"
+    assert one_seed["verdict"].isin([Verdict.INCONCLUSIVE, Verdict.NOT_MEASURED, Verdict.UNRESOLVABLE]).all(), \
+        "one seed gives no interval"
     summary = trained_summary(rows)
     measured = summary["verdict trained"].ne("not measured")
     assert len(summary) == len(rows) // 2 and summary.loc[measured, "trained"].ne("").all(), summary
@@ -141,8 +144,9 @@ def test_both_judges_give_one_comparison_one_interval(tiny_claim_runs):
     """The judge of ``verify --trained`` and a study's judge read the same per-model statistics and compare two
     schemes the same way: on the same models they give the same estimate, interval and verdict."""
     from dataclasses import dataclass
+    from types import SimpleNamespace
 
-    from simulate.claims import ModelStatistics, judge_runs, judged_run, level_rows
+    from simulate.claims import Inference, ModelStatistics, judge_levels, judge_runs, judged_run
 
     @dataclass(frozen=True)
     class StudyModel:  # what the study's judge reads of a model (simulate.study.analysis.Model)
@@ -161,16 +165,18 @@ def test_both_judges_give_one_comparison_one_interval(tiny_claim_runs):
     models = [StudyModel(r.setting.scheme, r.seed, r.stats[r.last_step], {s: e.last_profile() for s, e in
                                                                            r.evidence.items() if s > 0})
               for r in runs]
-    claim_ids = ["p1-lns-loss", "p1-lns-prune", "p1-thm-3.3-jac", "p1-thm-3.3-prune", "p1-lemma-3.2-growth"]
-    levels = level_rows(claim_ids, models, ())
-    assert len(levels) == 6, levels[["claim", "statistic"]]  # var_growth and var_step for the growth claim
-    for row in levels.itertuples():
-        judgement = trained[(row.claim, row.statistic)]
-        ours = (row.mean, row.low, row.high, row.verdict)
-        theirs = (*judgement.estimate, str(judgement.verdict))
-        np.testing.assert_equal(ours, theirs, err_msg=f"{row.claim} {row.statistic}: study {ours}, verify {theirs}")
-    assert np.isfinite(levels["mean"]).sum() >= 5, levels  # measured, not both NaN (the tiny LNS runs' deep
-    # pruning drop is not positive: its log ratio is undefined in both, "not measured")
+    claim_ids = ["p1-lns-loss", "p1-lns-prune", "p1-thm-3.3-jac", "p1-thm-3.3-prune"]  # signed: the growth claims
+    study = SimpleNamespace(claims=claim_ids, cell_fields=lambda: (), inference=Inference(), stability=None)
+    levels = judge_levels(study, {"trained": models})  # are judged across depth in a study, not per cell
+    assert len(levels) == 4, [(j.claim.id, j.statistic) for j in levels]
+    for ours in levels:
+        theirs = trained[(ours.claim.id, ours.statistic)]
+        np.testing.assert_allclose([ours.estimate.estimate, ours.estimate.low, ours.estimate.high],
+                                   [theirs.estimate.estimate, theirs.estimate.low, theirs.estimate.high],
+                                   rtol=1e-12, err_msg=f"{ours.claim.id}: study {ours.estimate}, verify {theirs.estimate}")
+        assert ours.verdict is theirs.verdict, (ours, theirs)
+    assert sum(np.isfinite(j.estimate.estimate) for j in levels) >= 3, levels  # measured, not all NaN (the tiny
+    # LNS runs' deep pruning drop is not positive: its log ratio is undefined in both, "not measured")
 
 
 def test_verify_judges_p1_lemma_by_its_growth_rows():
@@ -236,4 +242,4 @@ def test_a_fit_at_the_bound_of_its_range_shows_no_interval_and_open_ends_are_ope
     four = growth_summary(np.array([1.0, 1.0, 1.3, 1.2, 1.9]))  # four blocks: the data bound neither end
     assert four.exponent.low == 0.0 and four.exponent.high == math.inf, four.exponent
     (judgement,) = judge_growth(growth_claim("p1-lns"), four)
-    assert judgement.verdict == "inconclusive" and "[0.00, inf]" in judgement.comment, judgement
+    assert judgement.verdict is Verdict.INCONCLUSIVE and "[0.00, inf]" in judgement.comment, judgement

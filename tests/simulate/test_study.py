@@ -133,7 +133,7 @@ def test_the_reports_have_a_row_per_model_claim_and_cell(tiny_study):
     paired = results.levels[results.levels["claim"] == "p1-lns-loss"]
     assert (paired["n"] == 2).all(), "a difference of two schemes is paired over the two seeds"
     text = (out / "tiny" / "study.md").read_text()
-    assert "## Trends" in text and "p2-depth-usefulness" in text and "Code versions" in text
+    assert "## Trends" in text and "p2-depth-usefulness" in text and "Versions the models rest on" in text
 
 
 def test_paired_difference_is_the_per_seed_difference(tiny_study):
