@@ -44,11 +44,12 @@ from scipy import integrate, optimize, stats
 from simulate.claims.definitions import Claim
 from simulate.engine import CONFIDENCE
 from theory.constraints import Choice, Integer, Real, check_fields
-from theory.verdicts import GrowthClass, Stability, Verdict
+from theory.verdicts import BlindTest, GrowthClass, Stability, Verdict
 
 __all__ = ["POWER", "Interval", "NO_INTERVAL", "Difference", "t_interval", "welch_interval", "difference_interval",
            "share_interval", "level_label", "normal_quantile", "detectable_slope", "claimed_sign_verdict",
-           "MULTIPLICITY_METHODS", "INFERENCE_FIELDS", "Inference", "Judgement", "TrendDesign", "TrendJudgement"]
+           "MULTIPLICITY_METHODS", "INFERENCE_FIELDS", "Inference", "Judgement", "TrendDesign", "TrendJudgement",
+           "BlindTestJudgement", "blind_test_verdict"]
 
 
 POWER = 0.8  # the power at which the smallest detectable effect is stated
@@ -386,3 +387,42 @@ class TrendJudgement:
     change: Interval = NO_INTERVAL
     design: TrendDesign | None = None
     in_family: bool = False
+
+
+@dataclass(frozen=True)
+class BlindTestJudgement:
+    """A law's prediction of models it was not fitted on: which law (``law``), where (``where``: the held-out
+    slice, one training length), on how many models, the error (``error.estimate``: predicted minus measured,
+    mean over the held-out models; ``low``, ``high``: the law's prediction interval about it), the verdict
+    (:func:`blind_test_verdict`; None where untested) and why it is untested."""
+
+    law: str
+    where: str
+    models: int
+    error: Interval
+    verdict: BlindTest | None
+    reason: str = ""
+    resamples: int = 0  # the refits of the law its interval rests on (a bootstrap's), 0 for none
+
+    @property
+    def half_width(self) -> float:
+        """The half-width of the law's prediction interval about the error."""
+        return self.error.high - self.error.estimate
+
+    @property
+    def passed(self) -> bool:
+        """Whether the measured value lies in the law's prediction interval (informative or not)."""
+        return self.verdict is BlindTest.PASSES or self.verdict is BlindTest.PASSES_UNINFORMATIVE
+
+
+def blind_test_verdict(error: float, half_width: float, informative: float) -> BlindTest:
+    """``passes`` when the measured value lies in the law's prediction interval (``|error| <= half_width``) and
+    the interval is no wider than ``informative``; ``passes, uninformative`` when it lies in a wider one;
+    ``fails`` otherwise.
+
+    >>> [str(blind_test_verdict(e, h, 2.3)) for e, h in ((0.5, 1.0), (0.5, 3.0), (1.5, 1.0))]
+    ['passes', 'passes, uninformative', 'fails']
+    """
+    if not abs(error) <= half_width:
+        return BlindTest.FAILS
+    return BlindTest.PASSES if half_width <= informative else BlindTest.PASSES_UNINFORMATIVE

@@ -51,9 +51,13 @@ test's verdict needs the law's own uncertainty: the law is refitted on the study
 whole models, with every block, drawn with replacement), each refit predicts the held-out
 models' mean ``log var_L``, and the prediction interval of the held-out mean (at the study's
 confidence, 95 % by default) is ``+-z sqrt(var_bootstrap + sem^2)`` about
-the law's prediction (the law's spread and the held-out seeds' spread). The law **passes**
-when the measured mean lies inside it and **fails** otherwise; a law that fails is not run at
-the papers' sizes. The bridge
+the law's prediction (the law's spread and the held-out seeds' spread). Each training length of
+the held-out models is a blind test of its own (:class:`ExtrapolationTest`; pooled, a law that
+misses at one length can pass on the average). The law **passes** a test when the measured mean
+lies inside the interval (``passes, uninformative`` when the interval is wider than
+:data:`INFORMATIVE`) and **fails** otherwise; only a law that passed every test informatively is
+run at the papers' sizes, and only at its own width unless it has a width term
+(:func:`fitted_range` says what it was fitted on). The bridge
 predicts the mean square; ``var`` differs from it by the token-mean term (docs/trained.md),
 which is part of the error reported. At the papers' sizes (:func:`paper_predictions`) the
 profile's growth class is that of :func:`simulate.claims.growth.growth_summary`, with
@@ -76,13 +80,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from simulate.claims import Inference, describe_growth, growth_summary, t_interval
+from simulate.claims import (BlindTestJudgement, Inference, Interval, blind_test_verdict, describe_growth,
+                             growth_summary, t_interval)
 from simulate.study.point_table import last_step_layers
 from theory.meanfield.bridge import bridge_profile
 
-__all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "INCREMENT_TERMS", "FIRST_TERMS", "PAPER_SIZES", "BridgeLaw",
-           "GrowthLaw", "IncrementLaw", "LawError", "bridge_samples", "fit_law", "fit_growth_law", "fit_increment_law",
-           "formula", "predict_profile", "profile_errors", "extrapolation_test", "paper_predictions"]
+__all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "INCREMENT_TERMS", "FIRST_TERMS", "PAPER_SIZES", "INFORMATIVE",
+           "BridgeLaw", "GrowthLaw", "IncrementLaw", "LawError", "ExtrapolationTest", "bridge_samples", "fit_law",
+           "fit_growth_law", "fit_increment_law", "formula", "predict_profile", "profile_errors", "fitted_range",
+           "extrapolation_test", "error_intervals", "paper_predictions"]
 
 BLOCK_TERMS = ("1", "log l", "l/L", "log sigma", "log d", "log steps")
 GROWTH_TERMS = ("1", "l/L", "log d", "log steps")
@@ -91,6 +97,7 @@ FIRST_TERMS = ("1", "log d", "log steps")
 # The papers' sizes (P1: LLaMA configs of the official code, 130M trained 20k steps; the steps of the
 # 1B and 7B runs are this project's reading, stated in docs/studies.md).
 PAPER_SIZES = (("LLaMA-130M", 768, 12, 20_000), ("LLaMA-1B", 2048, 24, 100_000), ("7B", 4096, 32, 150_000))
+INFORMATIVE = math.log(10.0)  # a prediction interval wider than +-log 10 on log var_L says nothing: no extrapolation
 
 
 def formula(terms, values) -> str:
@@ -340,60 +347,96 @@ def _intervals(errors: pd.DataFrame, confidence: float) -> dict:
             for name in ("last_log_error", "mean_abs_log_error")}
 
 
-def _prediction_interval(fit, fitting: pd.DataFrame, held_out: pd.DataFrame, errors: pd.DataFrame,
-                         inference: Inference, seed: int = 0) -> tuple[float, float, int]:
-    """(the law's predicted mean log var_L at the held-out models minus the measured mean, the half-width of
-    its prediction interval, the refits that succeeded); module docstring."""
-    keys = ["scheme", "seed", "depth", "width", "steps"]
-    models = [rows for _, rows in fitting.groupby(keys)]
-    targets = held_out.groupby(keys[1:]).size().index  # (seed, depth, width, steps) of each held-out model
+def fitted_range(samples: pd.DataFrame) -> str:
+    """``d = 64, L = 4..32, steps = 2000..4000``: the range of the models a law was fitted on, read from them."""
+    def span(column: str) -> str:
+        values = sorted(samples[column].unique())
+        return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}..{values[-1]:g}"
+
+    return f"d = {span('width')}, L = {span('depth')}, steps = {span('steps')}"
+
+
+def _bootstrap_predictions(fit, fitting: pd.DataFrame, slices: dict, inference: Inference,
+                           seed: int = 0) -> dict:
+    """``{slice: predictions}``: each bootstrap refit's predicted mean log var_L over each slice's held-out
+    models (``slices``: ``{slice: [(depth, width, steps) per model]}``); whole models resampled with
+    replacement; a resample whose design cannot be fitted is not counted."""
+    models = [rows for _, rows in fitting.groupby(["scheme", "seed", "depth", "width", "steps"])]
     rng = np.random.default_rng(seed)
-    predictions = []
+    out = {name: [] for name in slices}
     for _ in range(inference.bootstrap):
         chosen = rng.integers(len(models), size=len(models))  # (M,) whole models, with replacement
         try:
             law = fit(pd.concat([models[i] for i in chosen], ignore_index=True))
-        except LawError:  # a resample whose design cannot be fitted (one depth drawn): not counted
+        except LawError:
             continue
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            last = [law.profile(int(depth), width, steps)[-1] for _, depth, width, steps in targets]  # (H,)
-            predictions.append(float(np.mean(np.log(last))))
-    predictions = np.array(predictions, dtype=float)  # (B,)
-    predictions = predictions[np.isfinite(predictions)]
+            for name, targets in slices.items():
+                last = [law.profile(int(depth), width, steps)[-1] for depth, width, steps in targets]  # (H,)
+                out[name].append(float(np.mean(np.log(last))))
+    return {name: np.array(values, dtype=float) for name, values in out.items()}
+
+
+def _judge_slice(name: str, where: str, errors: pd.DataFrame, predictions: np.ndarray,
+                 inference: Inference) -> BlindTestJudgement:
+    """The blind test of one held-out slice (one training length): the mean error of its models with the law's
+    prediction interval ``+-z sqrt(var_bootstrap + sem^2)`` about it (module docstring)."""
+    finite = predictions[np.isfinite(predictions)]  # (B,)
+    error = float(errors["last_log_error"].mean()) if len(errors) else math.nan
     sem2 = float(errors["last_log_error"].var(ddof=1) / len(errors)) if len(errors) > 1 else 0.0
-    spread = float(predictions.var(ddof=1)) if predictions.size > 1 else math.nan
-    return float(errors["last_log_error"].mean()), inference.z * math.sqrt(spread + sem2), int(predictions.size)
+    half = inference.z * math.sqrt(float(finite.var(ddof=1)) + sem2) if finite.size > 1 else math.nan
+    reason = ("fewer than two held-out models" if len(errors) < 2 else
+              f"{finite.size} of {inference.bootstrap} bootstrap refits succeeded (too few fitting models)"
+              if finite.size < inference.bootstrap // 2 or not half > 0 else
+              "the law's prediction is not finite" if not math.isfinite(error) else "")
+    interval = Interval(error, error - half, error + half, inference.confidence,
+                        f"prediction interval from {finite.size} bootstrap refits and the held-out seeds")
+    verdict = None if reason else blind_test_verdict(error, half, INFORMATIVE)
+    return BlindTestJudgement(name, where, len(errors), interval, verdict, reason, int(finite.size))
+
+
+@dataclass(frozen=True)
+class ExtrapolationTest:
+    """A law fitted on the models below ``held_out`` of ``field`` and its blind tests on those at it: the law,
+    the held-out models' errors, the same errors on the fitted models at the largest fitted value, one
+    :class:`~simulate.claims.judgement.BlindTestJudgement` per training length of the held-out models (never
+    pooled: a law may pass at one length and fail at another), and the range it was fitted on."""
+
+    law: object
+    field: str
+    held_out: float
+    errors: pd.DataFrame
+    fit_value: float
+    fit_errors: pd.DataFrame
+    blind: tuple
+    fitted_range: str
 
 
 def extrapolation_test(samples: pd.DataFrame, held_out: float, fit=fit_law, inference: Inference = Inference(),
-                       field: str = "depth") -> dict:
-    """Fit on the models whose ``field`` is below ``held_out`` and predict those at it (module docstring).
-
-    ``field``: ``depth`` (the extrapolation test), or ``width`` or ``steps`` (a second blind test on the
-    widest or longest-trained models). ``fit``: :func:`fit_law` (the bridge law) or :func:`fit_growth_law`.
-    Returns the law, the held-out models' errors (``errors``) and their t intervals over seeds (``test``),
-    and the same on the fitted models at the largest fitted value ``fit_value`` (``fit_errors``, ``fit``): a
-    law that misses its own data says little about a model beyond it; and the blind test's verdict
-    (``passed``, with ``error``, the prediction interval's ``half_width`` and the ``refits`` it rests on;
-    ``untested`` says why there is no verdict: fewer than two held-out models, too few fitting models to
-    resample, a prediction that is not finite).
-    """
+                       field: str = "depth", name: str = "law") -> ExtrapolationTest:
+    """Fit on the models whose ``field`` is below ``held_out`` and predict those at it, one blind test per
+    training length (module docstring). ``fit``: :func:`fit_law`, :func:`fit_growth_law` or
+    :func:`fit_increment_law`; ``name`` names the law in its judgements. :class:`LawError` where the fitting
+    models cannot give a law."""
     fitting = samples[samples[field] < held_out]
     law = fit(fitting)
     fit_value = fitting[field].max()
     held = samples[samples[field] == held_out]
     errors = profile_errors(law, held)
-    fit_errors = profile_errors(law, fitting[fitting[field] == fit_value])
-    error, half_width, refits = _prediction_interval(fit, fitting, held, errors, inference) if len(errors) \
-        else (math.nan, math.nan, 0)
-    untested = ("fewer than two held-out models" if len(errors) < 2 else
-                f"{refits} of {inference.bootstrap} bootstrap refits succeeded (too few fitting models)"
-                if refits < inference.bootstrap // 2 or not half_width > 0 else
-                "the law's prediction is not finite" if not math.isfinite(error) else "")
-    return {"law": law, "field": field, "held_out": held_out, "errors": errors,
-            "test": _intervals(errors, inference.confidence), "fit_value": fit_value, "fit_errors": fit_errors,
-            "fit": _intervals(fit_errors, inference.confidence), "error": error, "half_width": half_width,
-            "refits": refits, "untested": untested, "passed": not untested and bool(abs(error) <= half_width)}
+    lengths = sorted(errors["steps"].unique()) if len(errors) else []
+    slices = {steps: list(held[held["steps"] == steps].groupby(["seed", "depth", "width", "steps"]).size().index
+                          .droplevel("seed")) for steps in lengths}
+    predictions = _bootstrap_predictions(fit, fitting, slices, inference) if slices else {}
+    symbol = {"depth": "L", "width": "d", "steps": "steps"}[field]
+    blind = tuple(_judge_slice(name, f"{symbol}={held_out:g}" + (f", steps={steps:g}" if field != "steps" else ""),
+                               errors[errors["steps"] == steps], predictions[steps], inference) for steps in lengths)
+    return ExtrapolationTest(law, field, held_out, errors, fit_value,
+                             profile_errors(law, fitting[fitting[field] == fit_value]), blind, fitted_range(fitting))
+
+
+def error_intervals(result: ExtrapolationTest, confidence: float) -> tuple[dict, dict]:
+    """The t intervals over models of the held-out and of the fitted models' errors."""
+    return _intervals(result.errors, confidence), _intervals(result.fit_errors, confidence)
 
 
 def paper_predictions(law: BridgeLaw | GrowthLaw | IncrementLaw, sizes=PAPER_SIZES) -> pd.DataFrame:
@@ -405,7 +448,7 @@ def paper_predictions(law: BridgeLaw | GrowthLaw | IncrementLaw, sizes=PAPER_SIZ
                "var_L": profile[-1]}
         if not np.isfinite(profile).all():
             first = int(np.argmax(~np.isfinite(profile))) + 1
-            rows.append({**row, "growth_class": "beyond float64", "exponent": math.nan, "rate": math.inf,
+            rows.append({**row, "growth_class": None, "exponent": math.nan, "rate": math.inf,
                          "description": f"the law's variance leaves float64 at block {first}"})
             continue
         summary = growth_summary(np.concatenate([[law.embedding_var], profile]))  # layers 0..L

@@ -8,16 +8,21 @@ without being used (the extrapolation test, on the depth study's own models of t
 while the study is unfinished, the deepest depth with two finished models of each scheme).
 A second blind test holds out another slice where the models have one (:data:`SECOND_SLICES`):
 the widest models, fitted on the narrower ones, and the longest-trained, fitted on the shorter.
-Then the laws that passed every blind test they had, informatively, are run at the papers' sizes
-(:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations.
-``extrapolation.csv`` has one row per scheme, law (``bridge``, ``growth`` or ``increment``) and quantity
-(columns ``scheme, law, kind, name, value, low, high, detail``; kinds ``alpha``, ``beta`` (bridge),
-``theta`` (growth), ``psi`` (increment) and ``gamma`` for the coefficients,
+Every blind test is judged per training length of its held-out models, never pooled. Then the
+laws that passed every blind test they had, informatively, and have a width term are run at the
+papers' sizes (:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations
+beyond the range they were fitted on (read from their models). Beside these laws of one profile,
+the laws across depth of ``log var_L`` (:mod:`simulate.claims.depth_laws`) are tested the same way,
+on the held-out depth per training length.
+``extrapolation.csv`` has one row per scheme, law (``bridge``, ``growth``, ``increment`` or ``across depth``)
+and quantity (columns ``scheme, law, kind, name, value, low, high, detail``; kinds ``alpha``, ``beta``
+(bridge), ``theta`` (growth), ``psi`` (increment) and ``gamma`` for the coefficients,
 ``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
-deepest fitted depth, ``blind test`` for the verdict (``passes`` or ``fails``: the held-out
-mean error with the law's prediction interval; a pass whose interval is wider than
-:data:`INFORMATIVE` is ``passes, uninformative``), ``blind test (width)`` and ``blind test (steps)``
-for the second ones, ``paper`` for the extrapolations, which only informative passes get).
+deepest fitted depth, ``blind test`` for each length's verdict (``passes``, ``passes, uninformative``
+where the interval is wider than :data:`simulate.study.extrapolation.INFORMATIVE`, ``fails``, or
+``untested``: the held-out mean error with the law's prediction interval), ``blind test (width)``,
+``blind test (steps)`` for the second ones and ``blind test (across depth)``, ``paper`` for the
+extrapolations, which only informative passes get).
 """
 
 from __future__ import annotations
@@ -26,19 +31,23 @@ import math
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from simulate.claims import BlindTestJudgement, Interval, blind_test_verdict, level_label
+from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
 from simulate.study.analysis import distinct_models
-from simulate.study.extrapolation import (LawError, bridge_samples, extrapolation_test, fit_growth_law,
-                                          fit_increment_law, fit_law, formula, paper_predictions)
+from simulate.study.extrapolation import (INFORMATIVE, LawError, bridge_samples, error_intervals,
+                                          extrapolation_test, fit_growth_law, fit_increment_law, fit_law, formula,
+                                          paper_predictions)
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
+from theory.verdicts import BlindTest, GrowthClass
 
-__all__ = ["LAWS", "INFORMATIVE", "SECOND_SLICES", "recipe_models", "write_extrapolation"]
+__all__ = ["LAWS", "SECOND_SLICES", "recipe_models", "write_extrapolation"]
 
 # the laws reported, in order (simulate.study.extrapolation)
 LAWS = {"bridge": fit_law, "growth": fit_growth_law, "increment": fit_increment_law}
-INFORMATIVE = math.log(10.0)  # a prediction interval wider than +-log 10 on log var_L says nothing: no extrapolation
 
 _FREE_SETTING = ("depth", "width", "heads", "ffn_width")
 _FREE_OPTIONS = ("steps", "log_every", "warmup")
@@ -80,28 +89,35 @@ def _where(field: str, value) -> str:
     return f"{_SYMBOL[field]}={value:g}"
 
 
-def _blind_test(result: dict, inference, title: str) -> tuple[str, bool, dict, str]:
-    """(verdict, whether it is an informative pass, its CSV row, its Markdown line) of one blind test."""
-    where = _where(result["field"], result["held_out"])
-    informative = result["half_width"] <= INFORMATIVE
-    verdict = ("untested" if result["untested"] else "fails" if not result["passed"] else
-               "passes" if informative else "passes, uninformative")
-    row = {"kind": "blind test" if result["field"] == "depth" else f"blind test ({result['field']})",
-           "name": verdict, "value": result["error"], "low": result["error"] - result["half_width"],
-           "high": result["error"] + result["half_width"],
-           "detail": f"{where}, {len(result['errors'])} models, prediction interval +-{result['half_width']:.3g} from "
-                     f"{result['refits']} bootstrap refits"}
-    if result["untested"]:
-        return verdict, False, row, f"**{title} at {where}: UNTESTED**, {result['untested']}."
-    line = (f"**{title} at {where} ({len(result['errors'])} models): the law {verdict.upper()}.** log(predicted / "
-            f"measured var_L), mean over the held-out models: {result['error']:.3g}; {inference.confidence * 100:g} % "
-            f"prediction interval of the law +-{result['half_width']:.3g} (its spread over {result['refits']} bootstrap "
-            "refits on the fitting models, and the held-out seeds' spread)"
-            + (f"; var_L is off by a factor {math.exp(abs(result['error'])):.3g}." if not result["passed"] else "."))
-    return verdict, verdict == "passes", row, line
+def _blind_rows(judgements, kind: str) -> list[dict]:
+    return [{"kind": kind, "name": str(j.verdict) if j.verdict else "untested", "value": j.error.estimate,
+             "low": j.error.low, "high": j.error.high, "detail": f"{j.where}, {j.models} models" +
+             (f"; {j.reason}" if j.reason else "")} for j in judgements]
 
 
-def _second_tests(samples, fit, inference) -> tuple[list[str], list[dict], list[str]]:
+def _blind_lines(judgements, title: str, confidence: float) -> list[str]:
+    """One Markdown line per blind test (one per training length)."""
+    lines = []
+    for j in judgements:
+        if j.verdict is None:
+            lines += [f"**{title} at {j.where}: UNTESTED**, {j.reason}.", ""]
+            continue
+        half = j.half_width
+        off = f"; var_L is off by a factor {math.exp(abs(j.error.estimate)):.3g}" if j.verdict is BlindTest.FAILS else ""
+        lines += [f"**{title} at {j.where} ({j.models} models): the law {str(j.verdict).upper()}.** log(predicted / "
+                  f"measured var_L), mean over the held-out models: {j.error.estimate:.3g}; {level_label(confidence)} "
+                  f"prediction interval +-{half:.3g} ({j.error.method}){off}.", ""]
+    return lines
+
+
+def _against(judgements, title: str) -> list[str]:
+    """Why a law's blind tests withdraw its extrapolation (empty when each passed informatively)."""
+    return [f"it {'failed' if j.verdict is BlindTest.FAILS else 'passed without information'} its blind test "
+            f"{title} at {j.where}" for j in judgements
+            if j.verdict is not None and j.verdict is not BlindTest.PASSES]
+
+
+def _second_tests(samples, law_name, fit, inference) -> tuple[list[str], list[dict], list[str]]:
     """The second blind tests (:data:`SECOND_SLICES`) where the samples have two values of the field or more:
     the Markdown lines, the CSV rows and the reasons that withdraw the papers' sizes."""
     lines, rows, against = [], [], []
@@ -110,16 +126,13 @@ def _second_tests(samples, fit, inference) -> tuple[list[str], list[dict], list[
         if len(values) < 2:
             continue
         try:
-            result = extrapolation_test(samples, values[-1], fit, inference, field=field)
+            result = extrapolation_test(samples, values[-1], fit, inference, field=field, name=law_name)
         except LawError as error:
             lines += [f"**Second blind test, {title} ({_where(field, values[-1])}): no law** ({error}).", ""]
             continue
-        verdict, informative_pass, row, line = _blind_test(result, inference, f"Second blind test, {title}")
-        lines += [line, ""]
-        rows.append(row)
-        if verdict != "untested" and not informative_pass:
-            against.append(f"it {'failed' if verdict == 'fails' else 'passed without information'} its blind test "
-                           f"on {title}")
+        lines += _blind_lines(result.blind, f"Second blind test, {title}", inference.confidence)
+        rows += _blind_rows(result.blind, f"blind test ({field})")
+        against += _against(result.blind, f"on {title}")
     return lines, rows, against
 
 
@@ -127,51 +140,84 @@ def _law_section(samples, held_out: int, law_name: str, fit, inference) -> tuple
     """The Markdown lines and CSV rows (without scheme and law) of one law of one scheme."""
     lines = [f"### The {law_name} law", ""]
     try:
-        result = extrapolation_test(samples, held_out, fit, inference)
+        result = extrapolation_test(samples, held_out, fit, inference, name=law_name)
     except LawError as error:
         return lines + [f"No law: {error}.", ""], []
-    law = result["law"]
+    law = result.law
     rows = [{"kind": kind, "name": term, "value": float(value)}
             for kind, terms, values in law.coefficients() + (("gamma", law.first_terms, law.gamma),)
             for term, value in zip(terms, values)]
-    blocks = law.describe()
-    lines += [f"Law (least squares over blocks l >= 2): {blocks}; log var_1 = "
-              f"{formula(law.first_terms, law.gamma)}.", ""]
-    for kind, table, depth, label in (
-            ("test", result["errors"], held_out, f"Extrapolation test, L={held_out} ({len(result['errors'])} models, "
-                                                 "never used in the fit)"),
-            ("fit", result["fit_errors"], result["fit_value"],
-             f"The law on its own data, L={result['fit_value']} ({len(result['fit_errors'])} fitted models, each at "
+    lines += [f"Law (least squares over blocks l >= 2): {law.describe()}; log var_1 = "
+              f"{formula(law.first_terms, law.gamma)}. Fitted on {result.fitted_range}.", ""]
+    held, fitted = error_intervals(result, inference.confidence)
+    for kind, table, depth, intervals, label in (
+            ("test", result.errors, held_out, held, f"Extrapolation test, L={held_out} ({len(result.errors)} "
+                                                    "models, never used in the fit)"),
+            ("fit", result.fit_errors, result.fit_value, fitted,
+             f"The law on its own data, L={result.fit_value} ({len(result.fit_errors)} fitted models, each at "
              "its width and steps)")):
         if not len(table):
             continue
-        intervals = result[kind]
         rows += [{"kind": kind, "name": name, "value": estimate.estimate, "low": estimate.low, "high": estimate.high,
                   "detail": f"L={depth}, {len(table)} models"} for name, estimate in intervals.items()]
         lines += [f"{label}: log(predicted var_L / measured) = {intervals['last_log_error'].format()}; mean "
                   f"over layers of |log ratio| = {intervals['mean_abs_log_error'].format()} "
-                  f"({inference.confidence * 100:g} % t intervals over models).", "", markdown_table(table), ""]
-    verdict, informative_pass, row, line = _blind_test(result, inference, "Blind test")
-    rows.append(row)
-    second_lines, second_rows, against = _second_tests(samples, fit, inference)
-    lines += [line, "", *second_lines]
+                  f"({level_label(inference.confidence)} t intervals over models).", "", markdown_table(table), ""]
+    rows += _blind_rows(result.blind, "blind test")
+    second_lines, second_rows, against = _second_tests(samples, law_name, fit, inference)
+    lines += [*_blind_lines(result.blind, "Blind test", inference.confidence), *second_lines]
     rows += second_rows
-    if verdict == "untested":
+    if not result.blind or any(j.verdict is None for j in result.blind):
         return lines + ["Predictions at the papers' sizes: **withdrawn**, the law has not passed a blind test "
-                        "in depth.", ""], rows
-    if not informative_pass:
-        against.insert(0, "the law failed its blind test in depth" if verdict == "fails" else
-                       f"its prediction interval in depth is wider than a factor {math.exp(INFORMATIVE):.3g} on var_L")
+                        "in depth at every training length.", ""], rows
+    against = _against(result.blind, "in depth") + against
+    if "log d" not in law.terms:
+        against.append(f"it has no width term (its models all have {result.fitted_range.split(',')[0]}): it "
+                       "predicts nothing at another width")
     if against:
         return lines + [f"Predictions at the papers' sizes: **withdrawn**, {'; '.join(against)}.", ""], rows
     papers = paper_predictions(law)
-    rows += [{"kind": "paper", "name": r.model, "value": r.exponent if r.growth_class == "polynomial" else r.rate,
-              "detail": r.description} for r in papers.itertuples()]
-    lines += ["**Extrapolation** far outside the fitted range (d <= 128, L <= 64, steps <= 6400, T = 64), "
-              "at the papers' sizes, from a law that passed its blind tests (its interval is not a "
-              "prediction interval at these sizes):", "",
+    rows += [{"kind": "paper", "name": r.model,
+              "value": r.exponent if r.growth_class is GrowthClass.POLYNOMIAL else r.rate, "detail": r.description}
+             for r in papers.itertuples()]
+    lines += [f"**Extrapolation** far outside the fitted range ({result.fitted_range}), at the papers' sizes, from "
+              "a law that passed its blind tests (its interval is not a prediction interval at these sizes):", "",
               markdown_table(papers[["model", "width", "depth", "steps", "var_1", "var_L", "growth_class",
                                      "description"]]), ""]
+    return lines, rows
+
+
+def _across_depth_section(samples, held_out: int, inference) -> tuple[list[str], list[dict]]:
+    """The laws across depth of ``log var_L`` (:mod:`simulate.claims.depth_laws`), fitted on the shallower
+    depths' models and judged on the held-out depth's, per training length: the test of each law and its range
+    of validity (the fitted depths)."""
+    last = samples[samples["layer"] == samples["depth"]].assign(value=lambda f: np.log(f["var"]))
+    lines = ["### Laws across depth: log var_L against L", "",
+             "Cell means of log var_L by depth, fitted without the held-out depth; the prediction interval of the "
+             "held-out cell's mean (simulate.claims.depth_laws; docs/studies.md#laws-across-depth).", ""]
+    rows = []
+    for steps, part in last.groupby("steps"):
+        fitting, held = part[part["depth"] < held_out], part[part["depth"] == held_out]
+        for law_name in DEPTH_LAWS:
+            fit = fit_depth_law(fitting["depth"], fitting["value"], law_name, inference.confidence)
+            where = f"L={held_out}, steps={steps:g}"
+            if fit is None or fit.cells < MIN_LAW_DEPTHS or len(held) == 0:
+                lines += [f"- {law_name} law at {where}: untested (fewer than {MIN_LAW_DEPTHS} fitted depths or no "
+                          "held-out model).", ""]
+                continue
+            predicted = fit.predict(held_out, models=len(held))
+            error = predicted.estimate - float(held["value"].mean())
+            half = predicted.high - predicted.estimate  # the law's own interval, carried to the error
+            judgement = BlindTestJudgement(f"{law_name} across depth", where, len(held),
+                                           Interval(error, error - half, error + half, inference.confidence,
+                                                    "prediction interval of the law across depth"),
+                                           blind_test_verdict(error, half, INFORMATIVE))
+            fitted = " ".join(f"{d:g}" for d in fit.depths)
+            lines += [f"- **{law_name}** ({DEPTH_LAWS[law_name]}, slope {fit.slope.format()}, fitted on L = "
+                      f"{fitted}, lack of fit p {fit.lack_of_fit:.2g}) at {where}: {judgement.models} models, "
+                      f"predicted minus measured {error:.3g}, interval +-{half:.3g}: **{judgement.verdict}**; "
+                      f"valid over L = {fitted} as fitted.", ""]
+            rows += _blind_rows([judgement], "blind test (across depth)")
     return lines, rows
 
 
@@ -193,19 +239,24 @@ def write_extrapolation(studies, out) -> Path | None:
              f"Laws fitted on {fitted} trained models of {', '.join(s.name for s in studies)} (the recipe of study "
              f"`{depth_study.name}`) without depth L={held_out}, which is predicted"
              + ("" if held_out == planned else f" (the deepest depth with two finished models of each scheme: "
-                f"L={planned} is not trained yet)") + ". Two laws per scheme: the bridge law (a law for the bridge "
-             "strengths a_l, b_l, run through the bridge recursion) and the growth law (a law for each block's log "
-             "growth factor at its relative depth), which was added after the bridge law had missed the atlas's "
-             "L=32 models, so that its error at L=32 is not a blind test. Definitions: "
+                f"L={planned} is not trained yet)") + ". Per scheme, three laws of one model's profile: the bridge "
+             "law (a law for the bridge strengths a_l, b_l, run through the bridge recursion), the growth law (each "
+             "block's log growth factor at its relative depth; added after the bridge law had missed the atlas's "
+             "L=32 models, so its error at L=32 is not a blind test) and the increment law (each block's log "
+             "increment; the data choose the growth class); then the laws across depth of log var_L. Every blind "
+             "test is judged per training length. Definitions: "
              "docs/studies.md#extrapolation.", ""]
     rows = []
     for scheme in sorted(samples["scheme"].unique()) if len(samples) else []:
         lines += [f"## {scheme}", ""]
+        part = samples[samples["scheme"] == scheme]
         for law_name, fit in LAWS.items():
-            section, law_rows = _law_section(samples[samples["scheme"] == scheme], held_out, law_name, fit,
-                                             depth_study.inference)
+            section, law_rows = _law_section(part, held_out, law_name, fit, depth_study.inference)
             lines += section
             rows += [{"scheme": scheme, "law": law_name, **row} for row in law_rows]
+        section, law_rows = _across_depth_section(part, held_out, depth_study.inference)
+        lines += section
+        rows += [{"scheme": scheme, "law": "across depth", **row} for row in law_rows]
     table = pd.DataFrame(rows, columns=["scheme", "law", "kind", "name", "value", "low", "high", "detail"])
     out = Path(out)
     atomic_write(out / "extrapolation.csv", lambda temp: table.to_csv(temp, index=False))

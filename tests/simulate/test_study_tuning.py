@@ -1,7 +1,8 @@
 """A tuned study with stability: the rate chosen per scheme and cell, every verdict compared at half the steps.
 
 The study trains tiny LLaMA models (d=16, 2 and 4 blocks, 12 steps, docs corpus) at two rates
-on one tuning seed, then both seeds at each cell's chosen rate, each also for 6 steps.
+on one tuning seed, then the three seeds at each cell's chosen rate, each also for 6 steps; the
+comparisons leave the tuning seed out.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from simulate.study import load_study, read_study, run_studies, write_reports
 from simulate.study.cli import main as study_main
 from simulate.study.spec import StudyError, parse_study
 from simulate.study.tuning import DIVERGED_LOSS, choose_rate, resolve_tuning, tuning_points, unplanned_points
+from simulate.claims.along_axes import STABLE_FRACTION
+from theory.verdicts import Stability
 
 SPEC = """
 name = "tuned"
-seeds = 2
+seeds = 3
 
 [setting]
 preset = "llama"
@@ -72,24 +75,34 @@ def test_the_grid_tunes_on_its_seed_at_the_full_length_then_every_seed_trains_at
         cell = table[(table["scheme"] == row.scheme) & (table["depth"] == row.depth)]
         assert row.val_loss == cell["val_loss"].min() and row.edge, row  # a grid of two: every choice is an edge
     points = resolved.sweep.points
-    assert len(points) == 4 * 2 * 2, "every cell's two seeds at its chosen rate, each at 6 and 12 steps"
+    assert len(points) == 4 * 3 * 2, "every cell's three seeds at its chosen rate, each at 6 and 12 steps"
     for point in points:
         row = chosen[(chosen["scheme"] == point.setting.scheme) & (chosen["depth"] == point.setting.depth)]
         assert math.isclose(point.setting.lr, row["lr"].iloc[0]), point
     assert report.total == len({p.key for p in points} | {p.key for p in tuning}) and report.failed == 0, report
 
 
-def test_every_verdict_at_the_full_length_says_whether_it_is_stable(tuned):
+def test_every_full_length_level_tests_its_change_from_the_shorter_models(tuned):
+    """A level at the full length with two seeds left after the tuning seed has the change of its statistic from
+    the shorter models (paired by seed) with an interval, and a stability word that reads it; the shorter length's
+    rows have none, nor do trends of two axis values (a slope of two cells has no interval)."""
     study, out, _ = tuned
     results = read_study(out, "tuned")
-    for table in (results.levels, results.trends):
-        judged = table["verdict"].isin(["holds", "violated", "inconclusive"]) & (table["n"] > 0)
-        full = table[(table["steps"] == 12) & judged]
-        assert (len(full) or table is results.trends) and full["stability"].fillna("").map(
-            lambda text: text == "stable" or text.startswith("flips between step 6 and 12 (")).all(), full
-        unjudged = table[(table["steps"] == 12) & ~judged]  # too few axis values (two depths here), no direction
-        assert not unjudged["stability"].astype(object).fillna("").astype(bool).any(), unjudged
-        assert not table.loc[table["steps"] == 6, "stability"].astype(object).fillna("").astype(bool).any()
+    levels = results.levels
+    assert (levels["n"] <= 2).all(), "the tuning seed is left out of the comparisons"
+    full = levels[(levels["steps"] == 12) & levels["mean"].notna() & (levels["n"] == 2)
+                  & ~levels["statistic"].isin(["growth_exponent", "growth_rate", "pooled_exponential_step_share"])]
+    assert len(full), levels
+    for row in full.itertuples():
+        assert row.change_low <= row.change <= row.change_high, row
+        assert isinstance(row.stability, Stability), row
+        margin = STABLE_FRACTION * abs(row.mean)
+        if row.stability is Stability.STABLE:
+            assert -margin < row.change_low and row.change_high < margin, row
+        elif row.stability is Stability.MOVES:
+            assert row.change_low > 0 or row.change_high < 0, row
+    assert levels.loc[levels["steps"] == 6, "stability"].isna().all()
+    assert results.trends["stability"].isna().all() and (results.trends["cells"] == 2).all()
     text = (out / "tuned" / "study.md").read_text()
     assert "## Tuned learning rates" in text and "Stability: every model is also trained for 6 of the 12" in text
     assert "Convergence: training-loss slope" in text
@@ -126,13 +139,14 @@ def test_a_spec_that_sweeps_what_the_study_table_sweeps_is_refused():
 
 
 def test_the_export_ships_the_tuning_models_and_counts_them(tuned, tmp_path):
-    """The copy holds every model the study trained, the grid's too; its README counts 8 + 4 x 3 = 20."""
+    """The copy holds every model the study trained, the grid's too; its README counts 8 tuning models and the 4
+    cells' 3 seeds x 2 lengths, the tuning seed's full-length model shared: 8 + 4 x 5 = 28."""
     study, out, _ = tuned
     dest = tmp_path / "shipped"
     assert study_main([str(Path(out).parent / "tuned.toml"), "--out", str(out), "--report-only", "--export",
                        str(dest)]) == 0
-    assert len(list((dest / "points").glob("*.parquet"))) == 20
-    assert "**20 of the 20 models**" in (dest / "README.md").read_text()
+    assert len(list((dest / "points").glob("*.parquet"))) == 28
+    assert "**28 of the 28 models**" in (dest / "README.md").read_text()
     assert (dest / "tuned" / "tuning.csv").is_file()
     readme = (dest / "README.md").read_text()
     headline = readme[readme.index("## Headline answers of `tuned`"):readme.index("## To go on")]
@@ -141,9 +155,11 @@ def test_the_export_ships_the_tuning_models_and_counts_them(tuned, tmp_path):
         rates = [f"{chosen[(chosen['scheme'] == s) & (chosen['depth'] == depth)]['lr'].iloc[0]:g}"
                  for s in ("lns", "pre")]
         row = next(line for line in headline.splitlines() if line.startswith(f"| {depth} | ") and "/" in line)
-        assert any(answer in row for answer in ("LNS lower", "LNS higher", "no difference resolved")), row
+        assert any(answer in row for answer in ("LNS lower", "LNS higher", "no difference resolved",
+                                                "smaller than the design can resolve")), row
         assert all(rate in row.split("|")[-2] for rate in rates) and "(at the edge)" in row, (row, rates)
-    assert "### 2. Are deep Pre-LN blocks" in headline and "### 3. Is the trained variance growth" in headline
+    assert "### 2. Are deep Pre-LN blocks" in headline and "### 3. How does the last layer's variance grow" in headline
+    assert "too few axis values" in headline.split("### 3.")[1], "two depths give no exponent's verdict"
     again = read_study(dest, "tuned")
     assert len(again.points) == len(resolve_tuning(load_study(dest / "tuned" / "spec.toml"), dest).sweep.points)
 
@@ -182,7 +198,7 @@ def test_a_cell_whose_best_rate_is_at_an_edge_goes_on_past_it(tmp_path):
         assert cell.loc[cell["chosen"], "lr"].tolist() == [best], cell
     results = read_study(out, "tuned")
     chosen = table[table["chosen"]].set_index("depth")["lr"]
-    assert len(results.points) == 2 * 2 and all(math.isclose(row.lr, chosen[row.depth])
+    assert len(results.points) == 2 * 3 and all(math.isclose(row.lr, chosen[row.depth])
                                                 for row in results.points.itertuples()), results.points
     assert ("not tried" in (out / "tuned" / "study.md").read_text()) == (len(table) < 2 * 5)
 
@@ -203,11 +219,12 @@ def test_a_model_whose_cell_chose_past_the_edge_is_not_shipped(tmp_path):
     assert table.loc[table["chosen"], "lr"].tolist() == [3e-2, 3e-2], table
     study = resolve_tuning(load_study(tmp_path / "tuned.toml"), out)
     superseded, waiting = unplanned_points(study, out)
-    assert {(p.seed, p.setting.lr) for p in superseded} == {(0, 1e-2)} and len(superseded) == 2 and not waiting
+    assert {(p.seed, p.setting.lr) for p in superseded} == {(0, 1e-2), (2, 1e-2)} and len(superseded) == 4
+    assert not waiting
     shipped = {path.stem for path in (dest / "points").glob("*.parquet")}
-    assert len(first) == 2 * 3 and shipped == first - {p.key for p in superseded} | {
+    assert len(first) == 2 * 4 and shipped == first - {p.key for p in superseded} | {
         p.key for p in study.sweep.points} | {p.key for p in tuning_points(study, out)}, (first, shipped)
-    assert len(shipped) == 2 * 4 and "**8 of the 8 models**" in (dest / "README.md").read_text()
+    assert len(shipped) == 2 * 5 and "**10 of the 10 models**" in (dest / "README.md").read_text()
 
 
 def test_compare_needs_export_and_the_old_reports(tuned, tmp_path, capsys):
