@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from simulate.claims.definitions import CLAIMS, Claim, Kind
-from simulate.claims.depth_laws import fit_depth_law
+from simulate.claims.depth_laws import DEPTH_LAWS, fit_depth_law
 from simulate.claims.growth import EXPONENT_TOLERANCE, describe_growth, growth_summary
 from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDesign, TrendJudgement,
                                        claimed_sign_verdict, detectable_slope, share_interval, t_interval)
@@ -276,7 +276,7 @@ def _trend_models(models, fields, group: dict) -> list:
 
 def _growth_shape(x, y) -> str:
     """The exponential in L beside the power law: how each fits the cells (lack-of-fit p, a description)."""
-    power, exponential = (fit_depth_law(x, y, law) for law in ("power", "exponential"))
+    power, exponential = (fit_depth_law(x, y, law) for law in DEPTH_LAWS)
     if power is None or exponential is None or power.cells < 3:
         return ""
     return (f"power law var_L ~ L^p: lack of fit p {power.lack_of_fit:.2g}; exponential var_L ~ e^(rL): rate "

@@ -10,7 +10,7 @@ forms (:data:`DEPTH_LAWS`):
 ``power``
     ``y = a + b log L``: for ``y = log var_L`` a power law ``var_L ~ L^b`` (``b`` the exponent P1
     bounds); for a log ratio or a loss difference, a line in ``log L``;
-``exponential``
+``exponential in L``
     ``y = a + b L``: for ``y = log var_L`` exponential growth ``var_L ~ e^(b L)``.
 
 **The model** (derived here; docs/studies.md#laws-across-depth). A model at depth ``L_i``, seed
@@ -67,14 +67,14 @@ from simulate.engine import CONFIDENCE
 
 __all__ = ["DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law", "law_regressor"]
 
-DEPTH_LAWS = {"power": "y = a + b log L", "exponential": "y = a + b L"}
+DEPTH_LAWS = {"power": "y = a + b log L", "exponential in L": "y = a + b L"}
 MIN_LAW_DEPTHS = 3  # cells a law across depth needs: two parameters and at least one residual degree of freedom
 
 
 def law_regressor(law: str, depth) -> np.ndarray:
-    """``f(L)`` of a law of :data:`DEPTH_LAWS`: ``log L`` (power) or ``L`` (exponential).
+    """``f(L)`` of a law of :data:`DEPTH_LAWS`: ``log L`` (power) or ``L`` (exponential in L).
 
-    >>> law_regressor("power", [1.0, math.e]).tolist(), law_regressor("exponential", [2.0]).tolist()
+    >>> law_regressor("power", [1.0, math.e]).tolist(), law_regressor("exponential in L", [2.0]).tolist()
     ([0.0, 1.0], [2.0])
     """
     if law not in DEPTH_LAWS:

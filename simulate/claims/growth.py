@@ -113,20 +113,20 @@ def growth_summary(curves, confidence: float = CONFIDENCE) -> GrowthSummary:
         fits = [var_growth(curve) for curve in curves]
         steps = [_step_fit(curve) for curve in curves]
     if len(curves) == 1:  # the fit's own interval (NaN at a bound, open ends 0 and inf)
-        poly, expo = fits[0]["polynomial"], fits[0]["exponential"]
+        poly, expo = fits[0][GrowthClass.POLYNOMIAL], fits[0][GrowthClass.EXPONENTIAL]
         exponent, rate = Interval(poly.slope, poly.ci_low, poly.ci_high), Interval(expo.slope, expo.ci_low,
                                                                                       expo.ci_high)
         step = steps[0][0]
     else:
-        exponent = t_interval([f["polynomial"].slope for f in fits], confidence)
-        rate = t_interval([f["exponential"].slope for f in fits], confidence)
+        exponent = t_interval([f[GrowthClass.POLYNOMIAL].slope for f in fits], confidence)
+        rate = t_interval([f[GrowthClass.EXPONENTIAL].slope for f in fits], confidence)
         step = t_interval([s[0].estimate for s in steps], confidence)
-    rss_poly = float(np.sum([f["polynomial"].rss for f in fits]))
-    rss_exp = float(np.sum([f["exponential"].rss for f in fits]))
+    rss_poly = float(np.sum([f[GrowthClass.POLYNOMIAL].rss for f in fits]))
+    rss_exp = float(np.sum([f[GrowthClass.EXPONENTIAL].rss for f in fits]))
     depth = curves.shape[1] - 1
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = curves[:, -1] / curves[:, 0]  # (S,)
-        preferences = np.log([f["polynomial"].rss / f["exponential"].rss for f in fits])  # (S,)
+        preferences = np.log([f[GrowthClass.POLYNOMIAL].rss / f[GrowthClass.EXPONENTIAL].rss for f in fits])  # (S,)
     growth = float(ratios[np.isfinite(ratios)].mean()) if np.isfinite(ratios).any() else math.nan
     preference = t_interval(preferences, confidence) if len(curves) > 1 else Interval(float(preferences[0]))
     folds = rate.estimate * depth >= 1.0  # an exponential that does not e-fold is its own linearisation
@@ -142,7 +142,7 @@ def growth_summary(curves, confidence: float = CONFIDENCE) -> GrowthSummary:
         label = GrowthClass.UNDETERMINED  # the seeds cannot tell the two fits apart
     constants = np.array([s[1] for s in steps], dtype=float)  # (S,)
     constant = float(constants[np.isfinite(constants)].mean()) if np.isfinite(constants).any() else math.nan
-    fit = "exponential" if label is GrowthClass.EXPONENTIAL else "polynomial"  # the key of var_growth's fits
+    fit = GrowthClass.EXPONENTIAL if label is GrowthClass.EXPONENTIAL else GrowthClass.POLYNOMIAL
     at_bound = sum(f[fit].at_bound for f in fits)
     return GrowthSummary(label, exponent, rate, step, constant, rss_poly, rss_exp, len(curves), depth, growth,
                          at_bound, preference, sum(s[2] for s in steps))

@@ -46,7 +46,7 @@ __all__ = ["LINES", "SUBJECTS", "PREDICTION_COLUMNS", "Subject", "PredictionErro
            "subject_samples", "prediction_table"]
 
 LINES = ("fixed", "tuned")  # a tuned study's lines (module docstring); an untuned study's one line: "trained"
-SUBJECTS = (("var_last", 1, ("power", "exponential")), ("var_growth", 1, ("power", "exponential")),
+SUBJECTS = (("var_last", 1, ("power", "exponential in L")), ("var_growth", 1, ("power", "exponential in L")),
             ("prune_log_ratio", 1, ("power",)), ("val_loss", 2, ("power",)))  # (statistic, schemes, laws)
 PREDICTION_COLUMNS = ("statistic", "scheme", "law", "form", "line", "lr", "lr_second", "steps", "depth", "models", "judged_on",
                       "estimate", "low", "high", "confidence", "fitted_depths", "fitted_models", "slope", "slope_low",

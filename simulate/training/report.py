@@ -37,6 +37,7 @@ from simulate.engine import COLUMNS
 from simulate.training.probes import StreamMoments
 from theory.files import write_text_atomic
 from theory.meanfield.bridge import aligned_strengths, bridge_profile, var_growth
+from theory.verdicts import GrowthClass
 
 __all__ = ["FILES", "BRIDGE_COLUMNS", "GROWTH_COLUMNS", "RunLogs", "bridge_table", "growth_row", "loss_slope"]
 
@@ -108,10 +109,10 @@ def bridge_table(step: int, moments: StreamMoments, var_mean: np.ndarray) -> pd.
 def growth_row(step: int, var_mean: np.ndarray, bridge: pd.DataFrame) -> pd.DataFrame:
     """One row of growth.csv: :func:`theory.meanfield.bridge.var_growth` of the measured profile, the bridge errors."""
     growth = var_growth(var_mean)
-    loglog, power, expo = growth["loglog"], growth["polynomial"], growth["exponential"]
+    loglog, power, expo = growth["loglog"], growth[GrowthClass.POLYNOMIAL], growth[GrowthClass.EXPONENTIAL]
     identity = (bridge.mean_square_bridge / bridge.mean_square - 1.0).abs().max()
     return pd.DataFrame([{
-        "step": step, "growth_class": growth["class"], "loglog_slope": loglog.slope, "loglog_low": loglog.ci_low,
+        "step": step, "growth_class": str(growth["class"]), "loglog_slope": loglog.slope, "loglog_low": loglog.ci_low,
         "loglog_high": loglog.ci_high, "poly_exponent": power.slope, "poly_low": power.ci_low,
         "poly_high": power.ci_high, "exp_rate": expo.slope, "exp_low": expo.ci_low, "exp_high": expo.ci_high,
         "bridge_max_rel_error": bridge.rel_error.abs().max(), "bridge_identity_error": identity,

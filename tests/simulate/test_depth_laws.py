@@ -34,7 +34,7 @@ def _study(rng, law: str, cell_sd: float):
     return np.repeat(DEPTHS, SEEDS), values.ravel(), rng.normal(0.0, cell_sd)
 
 
-@pytest.mark.parametrize("law", ["power", "exponential"])
+@pytest.mark.parametrize("law", ["power", "exponential in L"])
 @pytest.mark.parametrize("cell_sd", [0.0, 2.0])
 def test_prediction_interval_covers_a_new_cell_with_cell_effects(law, cell_sd):
     rng = np.random.default_rng(7)
@@ -75,7 +75,7 @@ def test_negative_control_a_line_through_every_model_undercovers_with_cell_effec
 def test_fit_recovers_an_exact_law_and_its_value():
     depths = np.repeat([4.0, 8.0, 16.0], 2)
     values = 0.5 + 0.1 * depths + np.tile([-0.01, 0.01], 3)
-    fit = fit_depth_law(depths, values, "exponential")
+    fit = fit_depth_law(depths, values, "exponential in L")
     assert fit.slope.estimate == pytest.approx(0.1, rel=1e-12)
     assert fit.value(64) == pytest.approx(0.5 + 6.4, rel=1e-12)
     assert fit.residual_var == pytest.approx(0.0, abs=1e-24)

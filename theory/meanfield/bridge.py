@@ -44,6 +44,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, stats
 
+from theory.verdicts import GrowthClass
+
 __all__ = ["aligned_strengths", "aligned_pseudo_values", "bridge_profile", "bridge_variance", "GrowthFit",
            "loglog_slope", "fit_growth", "var_growth"]
 
@@ -123,7 +125,7 @@ def bridge_variance(sigma0_sq, a, b, width: int) -> np.ndarray:
 class GrowthFit(NamedTuple):
     """A fit of a profile over depth; ``slope`` is the exponent (polynomial, log-log) or the rate (exponential)."""
 
-    model: str  # 'loglog', 'polynomial' or 'exponential'
+    model: object  # 'loglog', or the GrowthClass fitted (POLYNOMIAL, EXPONENTIAL)
     slope: float  # exponent p (y ~ l^p) or rate r (y ~ e^(r l))
     ci_low: float
     ci_high: float
@@ -158,6 +160,7 @@ def loglog_slope(layers, values, confidence: float = 0.95) -> GrowthFit:
 
 
 # Profile grids: exponents p of c0 + c1 l^p, rates r*L of c0 + c1 e^(r l) (log-spaced).
+_FITTED = (GrowthClass.POLYNOMIAL, GrowthClass.EXPONENTIAL)  # the classes fit_growth fits
 _EXPONENTS = np.geomspace(0.02, 8.0, 600)
 _RATES_TIMES_DEPTH = np.geomspace(1e-3, 200.0, 600)
 
@@ -176,7 +179,7 @@ def _profile_rss(layers: np.ndarray, values: np.ndarray, basis: np.ndarray) -> n
     return (residual ** 2).sum(-1)  # (K,)
 
 
-def fit_growth(layers, values, model: str = "polynomial", confidence: float = 0.95) -> GrowthFit:
+def fit_growth(layers, values, model: GrowthClass = GrowthClass.POLYNOMIAL, confidence: float = 0.95) -> GrowthFit:
     """Fit ``values ~ c0 + c1 l^p`` (polynomial) or ``c0 + c1 e^(r l)`` (exponential) over ``layers``.
 
     The offset ``c0`` absorbs the input's variance, so ``p`` is the log-log slope of the
@@ -189,13 +192,14 @@ def fit_growth(layers, values, model: str = "polynomial", confidence: float = 0.
     fit. Derived here.
 
     >>> l = np.arange(0, 17)
-    >>> round(fit_growth(l, 1.0 + 0.1 * l).slope, 2), round(fit_growth(l, 2.0 * 1.1**l, "exponential").slope, 2)
+    >>> exponential = GrowthClass.EXPONENTIAL
+    >>> round(fit_growth(l, 1.0 + 0.1 * l).slope, 2), round(fit_growth(l, 2.0 * 1.1**l, exponential).slope, 2)
     (1.0, 0.1)
     >>> fit_growth(l, 1.0 + np.log1p(l) ** 0.01).at_bound  # flatter than any l^p with p >= 0.02
     True
     """
-    if model not in ("polynomial", "exponential"):
-        raise ValueError(f"model={model!r} is not allowed: polynomial or exponential")
+    if model not in _FITTED:
+        raise ValueError(f"model={model!r} is not allowed: {' or '.join(map(str, _FITTED))}")
     layers, values = np.asarray(layers, dtype=float), np.asarray(values, dtype=float)
     keep = np.isfinite(values) & (values != 0)
     layers, values = layers[keep], values[keep]  # (n,) each
@@ -203,10 +207,10 @@ def fit_growth(layers, values, model: str = "polynomial", confidence: float = 0.
     if n < 4 or np.ptp(layers) == 0:
         return GrowthFit(model, math.nan, math.nan, math.nan, math.nan, n)
     span = float(layers.max())
-    grid = _EXPONENTS if model == "polynomial" else _RATES_TIMES_DEPTH / span
+    grid = _EXPONENTS if model is GrowthClass.POLYNOMIAL else _RATES_TIMES_DEPTH / span
 
     def basis(params: np.ndarray) -> np.ndarray:  # (K,) -> (K, n), entries <= 1
-        if model == "polynomial":
+        if model is GrowthClass.POLYNOMIAL:
             return (layers[None, :] / span) ** params[:, None]
         return np.exp(params[:, None] * (layers[None, :] - span))
 
@@ -244,25 +248,27 @@ def _crossing(profile, grid: np.ndarray, rss: np.ndarray, threshold: float, slop
 def var_growth(var, confidence: float = 0.95) -> dict:
     """Growth of a variance profile ``var`` (``(L+1,)``, layer 0 first) over the blocks ``l = 1..L``, three ways.
 
-    ``loglog``: :func:`loglog_slope` of ``var_l``; ``polynomial`` and ``exponential``:
-    :func:`fit_growth`; ``class`` is 'exponential' where the exponential offset model has the
-    smaller residual sum of squares (both have three parameters) and its rate grows the
+    ``loglog``: :func:`loglog_slope` of ``var_l``; :data:`~theory.verdicts.GrowthClass.POLYNOMIAL` and
+    ``EXPONENTIAL``: :func:`fit_growth`; ``class`` is exponential where the exponential offset model has
+    the smaller residual sum of squares (both have three parameters) and its rate grows the
     profile by at least a factor e over the depth (``r L >= 1``; a smaller rate is linear
-    growth plus curvature, which the polynomial model also describes), else 'polynomial'.
+    growth plus curvature, which the polynomial model also describes), else polynomial.
     Layer 0 (the embedding) is left out: a first block that rescales the embedding (common
     after training) would otherwise decide the fit.
 
     >>> l = np.arange(0, 17)
-    >>> var_growth(1.0 + 0.1 * l)["class"], var_growth(0.5 + 1.2 ** l)["class"]
+    >>> str(var_growth(1.0 + 0.1 * l)["class"]), str(var_growth(0.5 + 1.2 ** l)["class"])
     ('polynomial', 'exponential')
     """
     var = np.asarray(var, dtype=float)
     layers, blocks = np.arange(1, var.shape[0]), var[1:]
-    power = fit_growth(layers, blocks, "polynomial", confidence)
-    expo = fit_growth(layers, blocks, "exponential", confidence)
+    power = fit_growth(layers, blocks, GrowthClass.POLYNOMIAL, confidence)
+    expo = fit_growth(layers, blocks, GrowthClass.EXPONENTIAL, confidence)
     if not (np.isfinite(power.rss) and np.isfinite(expo.rss)):
-        label = "undetermined"
+        label = GrowthClass.UNDETERMINED
+    elif expo.rss < power.rss and expo.slope * layers.max() >= 1.0:
+        label = GrowthClass.EXPONENTIAL
     else:
-        label = "exponential" if expo.rss < power.rss and expo.slope * layers.max() >= 1.0 else "polynomial"
-    return {"loglog": loglog_slope(layers, blocks, confidence), "polynomial": power, "exponential": expo,
-            "class": label}
+        label = GrowthClass.POLYNOMIAL
+    return {"loglog": loglog_slope(layers, blocks, confidence), GrowthClass.POLYNOMIAL: power,
+            GrowthClass.EXPONENTIAL: expo, "class": label}

@@ -10,6 +10,7 @@ from simulate.training.model import CausalLM
 from simulate.training.probes import probe
 from simulate.training.report import bridge_table
 from theory import Setting
+from theory.verdicts import GrowthClass
 from theory.meanfield.bridge import aligned_pseudo_values, aligned_strengths, fit_growth, loglog_slope
 
 
@@ -57,8 +58,8 @@ def test_growth_fits_recover_known_exponents_with_their_intervals():
     covered = {"polynomial": 0, "exponential": 0, "loglog": 0}
     for _ in range(40):
         noise = np.exp(rng.normal(0, 0.01, layers.size))
-        poly = fit_growth(layers, (1.0 + 0.05 * layers**1.5) * noise, "polynomial")
-        expo = fit_growth(layers, (0.5 + 0.2 * np.exp(0.12 * layers)) * noise, "exponential")
+        poly = fit_growth(layers, (1.0 + 0.05 * layers**1.5) * noise, GrowthClass.POLYNOMIAL)
+        expo = fit_growth(layers, (0.5 + 0.2 * np.exp(0.12 * layers)) * noise, GrowthClass.EXPONENTIAL)
         loglog = loglog_slope(layers[1:], (2.0 * layers[1:] ** 0.7) * noise[1:])
         covered["polynomial"] += poly.ci_low <= 1.5 <= poly.ci_high
         covered["exponential"] += expo.ci_low <= 0.12 <= expo.ci_high

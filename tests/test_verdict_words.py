@@ -1,0 +1,64 @@
+"""No verdict, class or blind-test word is compared as a string outside its enum's module.
+
+A judgement's word is an enum member (:mod:`theory.verdicts`); code that compares it with a literal
+(``verdict == "holds"``, ``label in ("exponential", ...)``, ``.isin(["holds"])``, a dict keyed by a
+word) would silently stop matching when a word changes, or match a word read from a stale file.
+This test reads the packages' sources with ``ast`` and names every such comparison.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from theory.verdicts import BlindTest, GrowthClass, Stability, Verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("theory", "simulate", "paper_figs")
+ENUM_MODULE = ROOT / "theory" / "verdicts.py"
+WORDS = {member.value for kind in (Verdict, GrowthClass, BlindTest, Stability) for member in kind}
+# A word that is also a model's status (ok, failed, pending): compared as that, not as a blind test.
+NOT_ONLY_WORDS = {"pending"}
+
+
+def _word_constants(node) -> list[str]:
+    """The word literals in ``node``: a string constant, or the elements of a literal list, tuple or set."""
+    items = node.elts if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else [node]
+    return [item.value for item in items if isinstance(item, ast.Constant) and item.value in WORDS]
+
+
+def _offences(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        words = []
+        if isinstance(node, ast.Compare):
+            words = [w for side in (node.left, *node.comparators) for w in _word_constants(side)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "isin":
+            words = [w for arg in node.args for w in _word_constants(arg)]
+        elif isinstance(node, ast.Dict):
+            words = [w for key in node.keys if key is not None for w in _word_constants(key)]
+        words = [w for w in words if w not in NOT_ONLY_WORDS or isinstance(node, ast.Call)]
+        if words:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {', '.join(map(repr, words))}")
+    return found
+
+
+def test_no_judgement_word_is_compared_as_a_string_outside_its_enum_module():
+    sources = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py")) if p != ENUM_MODULE]
+    assert len(sources) > 100, "the packages were not found"
+    offences = [line for path in sources for line in _offences(path)]
+    assert not offences, "words compared as strings (compare the enum members of theory.verdicts):\n" + \
+        "\n".join(offences)
+
+
+def test_the_check_sees_a_comparison_of_a_word():
+    """A control: the check finds a literal comparison, a membership test and an isin of words."""
+    sample = ROOT / "tests" / "_words_sample.py"
+    sample.write_text('v == "holds"\nx in ("violated", "inconclusive")\nt.isin(["stable"])\n{"passes": 1}\n'
+                      'f["exponential"]\n')
+    try:
+        found = _offences(sample)
+    finally:
+        sample.unlink()
+    assert len(found) == 4 and all("_words_sample.py" in line for line in found), found
