@@ -458,43 +458,51 @@ def test_one_model_per_cell_leaves_a_sign_change_untested_and_one_sign_has_no_cr
 
 
 # -- shares of blocks: the binomial floor ----------------------------------------------------------------------
-def _share_studies(share_at, seed: int, studies: int = LOOPED):
+SHARE_DESIGNS = {"atlas": DEPTHS, "old tests": np.array([4.0, 8.0, 16.0, 32.0, 64.0])}  # 3 seeds each
+
+
+def _share_studies(share_at, seed: int, depths: np.ndarray, studies: int = LOOPED):
     """Depth studies of a share of the model's blocks (L blocks at depth L, 3 seeds), each block counted with
-    probability ``share_at(L)``: shares ``(studies, 12)`` and blocks ``(12,)``."""
-    blocks = AXIS.astype(int)  # (12,)
-    counts = np.random.default_rng(seed).binomial(blocks, np.repeat(share_at(DEPTHS), 3), (studies, AXIS.size))
-    return counts / blocks, blocks
+    probability ``share_at(L)``: axis ``(3k,)``, shares ``(studies, 3k)`` and blocks ``(3k,)``."""
+    axis = np.repeat(depths, 3)  # (3k,)
+    blocks = axis.astype(int)
+    counts = np.random.default_rng(seed).binomial(blocks, np.repeat(share_at(depths), 3), (studies, axis.size))
+    return axis, counts / blocks, blocks
 
 
-def _share_target(share_at) -> float:
+def _share_target(share_at, depths: np.ndarray) -> float:
     """The estimand: the least-squares slope of the true cell shares on log depth."""
-    return float(cell_means_slope(LOG_DEPTHS, share_at(DEPTHS)[None, :])[0][0])
+    return float(cell_means_slope(np.log(depths), share_at(depths)[None, :])[0][0])
 
 
 def _falling(depth):
-    return 0.9 - 0.2 * np.log2(depth / 4)
+    return 0.9 - 0.2 * np.log2(depth / 4)  # 0.9 at L = 4 to 0.1 at L = 64
 
 
 def _nearly_all(depth):
     return 0.999 - 0.0005 * np.log2(depth / 4)  # almost every block counted: most cells agree on every seed
 
 
+@pytest.mark.parametrize("design", SHARE_DESIGNS)
 @pytest.mark.parametrize("share_at, name", [(_falling, "falling share"), (_nearly_all, "share near 1")])
-def test_the_slope_of_a_share_covers_and_is_never_of_zero_width(share_at, name):
+def test_the_slope_of_a_share_covers_and_is_never_of_zero_width(share_at, name, design):
     """(i) The cell-means slope of a share floors each cell mean's variance at its blocks' binomial variance: it
     covers the true slope, also where the seeds of most cells count every block."""
-    target = _share_target(share_at)
-    shares, blocks = _share_studies(share_at, 10)
-    slopes = [fit_trend(AXIS, y, blocks=blocks).slope for y in shares]
+    depths = SHARE_DESIGNS[design]
+    target = _share_target(share_at, depths)
+    axis, shares, blocks = _share_studies(share_at, 10, depths)
+    slopes = [fit_trend(axis, y, blocks=blocks).slope for y in shares]
     widths = np.array([s.high - s.low for s in slopes])
-    assert widths.min() > 0, f"{name}: {int((widths <= 0).sum())} intervals of zero width"
-    assert_coverage([s.low <= target <= s.high for s in slopes], f"slope of a {name}")
+    assert widths.min() > 0, f"{name}, {design}: {int((widths <= 0).sum())} intervals of zero width"
+    assert_coverage([s.low <= target <= s.high for s in slopes], f"slope of a {name}, {design} design")
 
 
-def test_negative_control_the_slope_of_a_share_without_its_blocks_undercovers_near_1():
-    target = _share_target(_nearly_all)
-    shares, _ = _share_studies(_nearly_all, 10)
-    slopes = [fit_trend(AXIS, y).slope for y in shares]
+@pytest.mark.parametrize("design", SHARE_DESIGNS)
+def test_negative_control_the_slope_of_a_share_without_its_blocks_undercovers_near_1(design):
+    depths = SHARE_DESIGNS[design]
+    target = _share_target(_nearly_all, depths)
+    axis, shares, _ = _share_studies(_nearly_all, 10, depths)
+    slopes = [fit_trend(axis, y).slope for y in shares]
     with pytest.raises(AssertionError, match="coverage"):
         assert_coverage([s.low <= target <= s.high for s in slopes], "slope of a share, no floor")
 
@@ -535,7 +543,7 @@ def test_negative_control_a_per_block_mean_falls_under_the_dilution_null():
     holds = [direction_verdict(fit_trend(AXIS, mean), -1) is Verdict.HOLDS for mean in means[:100]]
     with pytest.raises(AssertionError, match="error rate|rate"):
         assert_rate_at_most(holds, "per-block mean, dilution null", 0.025)
-    assert np.mean(holds) > 0.9, np.mean(holds)
+    assert np.mean(holds) > 0.5, np.mean(holds)  # 0.93: the line through 2/L falls significantly
 
 
 # -- known faults of cell_crossing (simulate/claims/trends.py: ``accepted |= np.isclose(centre, 0.0)``) -----------
