@@ -222,7 +222,7 @@ def growth_verdict(claim: Claim, exponent: Interval) -> Verdict:
     least = rule.min_exponent - EXPONENT_TOLERANCE
     if exponent.high < least or exponent.low >= rule.max_exponent:
         return Verdict.VIOLATED
-    if exponent.low >= least and exponent.high < rule.max_exponent:
+    if exponent.low >= least and (math.isinf(rule.max_exponent) or exponent.high < rule.max_exponent):
         return Verdict.HOLDS
     return Verdict.INCONCLUSIVE
 
@@ -242,7 +242,8 @@ def needs(trend, reference: float, alpha: float, most: int = 12) -> str:
         return ""
     x, seeds = np.asarray(trend.x, dtype=float), trend.n / trend.cells
     within = trend.within_var if math.isfinite(trend.within_var) else 0.0
-    cell_var = max(trend.residual_var - within / seeds, 0.0)
+    variance = max(trend.residual_var, within / seeds)  # a cell mean varies at least by its seeds' noise
+    cell_var = variance - within / seeds  # the cells' own spread about the line
 
     def enough(axis, variance) -> bool:
         centred = np.log(axis) - np.log(axis).mean()  # (k,)
@@ -252,7 +253,7 @@ def needs(trend, reference: float, alpha: float, most: int = 12) -> str:
     more_seeds = next((n for n in range(math.ceil(seeds) + 1, 65) if enough(x, cell_var + within / n)), None)
     more_cells = next((k for k in range(x.size + 1, most + 1)
                        if enough(np.concatenate([x, x[-1] * ratio ** np.arange(1, k - x.size + 1)]),
-                                 trend.residual_var)), None)
+                                 variance)), None)
     seeds_part = (f"{more_seeds} seeds per cell" if more_seeds else
                   "more seeds alone cannot (the cells spread about the line beyond their seeds)")
     cells_part = (f"about {more_cells} cells (to {x[-1] * ratio ** (more_cells - x.size):.3g}) at {seeds:.3g} seeds"

@@ -71,7 +71,8 @@ def _draw(rng, design, scenario: str, slope: float, studies: int) -> list[np.nda
     cell_sd, seed_sd = _spreads(design)
     centred = np.log(x) - np.log(x).mean()  # (k,)
     if scenario == "bent null":
-        bend = centred**2 - (centred**2).mean()  # (k,) no linear part on a symmetric design
+        square = centred**2 - (centred**2).mean()  # (k,)
+        bend = square - (square @ centred) / (centred @ centred) * centred  # no linear part on any design
         spread = cell_sd if cell_sd > 0 else seed_sd / math.sqrt(float(np.mean(design.counts)))
         effects = np.broadcast_to(spread * bend / (bend.std() if bend.std() > 0 else 1.0), (studies, x.size))
     elif scenario == "heavy-tailed null":

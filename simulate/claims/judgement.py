@@ -229,20 +229,27 @@ def detectable_slope(se: float, dof: int, alpha: float, power: float = POWER) ->
 @lru_cache(maxsize=256)
 def _detectable_multiple(dof: int, alpha: float, power: float) -> float:
     """The noncentrality at which ``P(|T| > t_(1 - alpha/2))`` reaches ``power``, ``T`` noncentral t on ``dof``:
-    the power integrated over the chi-square of the standard error (scipy's ``nct`` returns NaN at large
-    noncentralities for one or two degrees of freedom)."""
+    scipy's ``nct``, or where it returns NaN (large noncentralities at one or two degrees of freedom) the power
+    integrated over the chi-square of the standard error."""
     critical = float(stats.t.ppf(1 - alpha / 2, dof))
     chi2 = stats.chi2(dof)
 
-    def shortfall(effect: float) -> float:
+    def integrated(effect: float) -> float:
         def rejected(v: float) -> float:
             scale = critical * math.sqrt(v / dof)
             return float(stats.norm.cdf(effect - scale) + stats.norm.cdf(-effect - scale)) * float(chi2.pdf(v))
 
-        return float(integrate.quad(rejected, 0.0, math.inf)[0]) - power
+        return float(integrate.quad(rejected, 0.0, math.inf)[0])
+
+    def shortfall(effect: float) -> float:
+        law = stats.nct(dof, effect)
+        rejected = float(law.sf(critical) + law.cdf(-critical))
+        return (rejected if math.isfinite(rejected) else integrated(effect)) - power
 
     high = critical + 1.0
-    while shortfall(high) < 0:  # widen the bracket until the power is reached
+    for _ in range(60):  # widen the bracket until the power is reached (it is, well before 2^60)
+        if shortfall(high) >= 0:
+            break
         high *= 2
     return float(optimize.brentq(shortfall, 0.0, high))
 
@@ -300,8 +307,8 @@ class Inference:
 
     def adjust(self, p_values) -> np.ndarray:
         """The family's adjusted p-values (NaN entries stay NaN and are not counted); equal to statsmodels'
-        ``multipletests`` (tests/simulate/test_claims_trends.py), which is too slow for the calibration's loop
-        (it collects garbage on every call)."""
+        ``multipletests`` (tests/simulate/test_inference_reference.py), which is too slow for the calibration's
+        loop (it collects garbage on every call)."""
         p = np.asarray(p_values, dtype=float)
         out = np.full(p.shape, math.nan)
         finite = np.flatnonzero(np.isfinite(p))

@@ -274,10 +274,10 @@ def cell_crossing(x, y, confidence: float = CONFIDENCE) -> Crossing:
         dof = variance**2 / np.where(parts > 0, parts**2 / dof_parts, 0.0).sum(axis=0)  # (G,) Welch-Satterthwaite
         quantile = stats.t.ppf(0.5 + confidence / 2, np.where(np.isfinite(dof) & (dof > 0), dof, np.nan))  # (G,)
         accepted = np.abs(centre) <= quantile * np.sqrt(variance)  # (G,) NaN compares False
-    accepted |= np.isclose(centre, 0.0)
     between = (float(cells.x[i]), float(cells.x[i + 1]))
-    if not accepted.any():  # no standard errors (one seed per cell): untested
+    if not np.isfinite(sem2).any():  # no standard errors (one model per cell): untested
         return Crossing(math.nan, *between, "sign change, untested (one model per cell)" + more)
+    accepted |= centre == 0  # a cell mean of exactly 0
     if accepted[0] or accepted[-1]:
         return Crossing(math.nan, *between, "sign change not significant" + more)
     return Crossing(estimate, math.exp(theta[accepted].min()), math.exp(theta[accepted].max()),

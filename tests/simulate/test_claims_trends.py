@@ -21,16 +21,15 @@ null, a share's slope without its blocks' binomial floor.
 from __future__ import annotations
 
 import math
-import signal
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from simulate.claims.calibration import _endpoint_rule
-from simulate.claims.judgement import Inference, Interval
+from simulate.claims.judgement import Inference, Interval, detectable_slope
 from simulate.claims.trends import (Trend, cell_crossing, cell_means_slope, describe_crossing, describe_shape,
-                                    detectable_slope, direction_verdict, fit_trend)
+                                    direction_verdict, fit_trend)
 from theory.verdicts import Verdict
 
 DEPTHS = np.array([4.0, 8.0, 16.0, 32.0])  # the atlas's depth design
@@ -297,21 +296,10 @@ def test_power_at_the_detectable_slope_is_80_percent(ratio, seeds, alpha):
     assert np.mean((p < alpha) & (estimate < 0)) < 0.001  # practically never the wrong sign
 
 
-@pytest.mark.slow  # 3 s: the time it is given before it counts as hanging
-@pytest.mark.xfail(strict=True, reason="detectable_slope never returns for many degrees of freedom (>= about 200): "
-                   "_detectable_multiple integrates the power over chi2(dof).pdf on [0, inf) with quad, which misses "
-                   "the mass far from 0 (the integral is 1e-14), so the bracket is doubled forever")
-def test_detectable_slope_returns_for_many_degrees_of_freedom():
-    def stop(signum, frame):
-        raise TimeoutError("detectable_slope(1, 400, 0.05) still running after 3 s")
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, 3.0)
-    try:
-        multiple = detectable_slope(1.0, 400, ALPHA)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
-        signal.signal(signal.SIGALRM, previous)
+def test_detectable_slope_reaches_the_normal_limit_for_many_degrees_of_freedom():
+    """At 400 degrees of freedom the t test is nearly the z test: 1.96 + 0.84 = 2.80 standard errors (scipy's
+    noncentral t is finite there; the chi-square integral it falls back on would miss the mass far from 0)."""
+    multiple = detectable_slope(1.0, 400, ALPHA)
     normal = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)  # 2.80: the normal limit, t on 400 dof is close
     assert multiple == pytest.approx(normal, rel=0.01), multiple
 
@@ -547,18 +535,11 @@ def test_negative_control_a_per_block_mean_falls_under_the_dilution_null():
 
 
 # -- known faults of cell_crossing (simulate/claims/trends.py: ``accepted |= np.isclose(centre, 0.0)``) -----------
-@pytest.mark.xfail(strict=True, reason="cell_crossing accepts every grid point whose interpolated mean is within "
-                   "np.isclose's absolute tolerance 1e-8 of 0: with one model per cell and the zero on a grid point "
-                   "(cells -0.1 and 0.1) it reports 'crossing in range' with the zero-width interval [11.3, 11.3] "
-                   "instead of 'sign change, untested (one model per cell)'")
 def test_one_model_per_cell_is_untested_also_where_the_zero_falls_on_the_grid():
     crossing = cell_crossing(DEPTHS, [-0.2, -0.1, 0.1, 0.2])
     assert math.isnan(crossing.estimate) and crossing.note.startswith("sign change, untested"), crossing
 
 
-@pytest.mark.xfail(strict=True, reason="cell_crossing is not scale invariant: np.isclose(centre, 0.0) has an "
-                   "absolute tolerance of 1e-8, so a statistic in units where its values are about 1e-9 is accepted "
-                   "as 0 at every grid point and a significant crossing becomes 'sign change not significant'")
 def test_a_crossing_does_not_depend_on_the_statistic_s_units():
     y = _kinked(AXIS) + 0.05 * np.random.default_rng(0).standard_normal(AXIS.size)
     crossing = cell_crossing(AXIS, y)
