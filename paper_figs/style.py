@@ -41,6 +41,8 @@ __all__ = [
     "LEGEND_FONTSIZE",
     "LAW_LINESTYLE",
     "LAW_MARKERS",
+    "THEORY_ZORDER",
+    "MARKED_POINTS",
     "KIND_WORDS",
     "METRIC_LABELS",
     "place_legend",
@@ -70,6 +72,8 @@ METRIC_LABELS = {"var": r"$\sigma_\ell^2$", "jac_dev": r"$\|J_\ell - I\|_F/\sqrt
                  "usefulness_log": r"$\log(\mathcal{L}_\mathrm{lin}/\mathcal{L})$"}
 # Markers that tell apart several laws of one kind in a sweep plot.
 LAW_MARKERS = ("", "x", "+", "^", "v", "s")
+THEORY_ZORDER = 3  # theory lines above the Monte-Carlo markers (zorder 2): a matching law stays visible
+MARKED_POINTS = 40  # a Monte-Carlo line of more points is marked at spaced points only
 
 matplotlib.rcParams.update({
     "figure.dpi": 100,
@@ -104,15 +108,16 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.4, height: fl
     return fig, fig.subplots(nrows, ncols, squeeze=False, **subplot_kw)
 
 
-def figure_png(fig) -> bytes:
-    """``fig`` rendered as PNG bytes at its own dpi, cropped to what it draws (as a notebook shows a figure).
+def figure_png(fig, scale: float = 1.0) -> bytes:
+    """``fig`` rendered as PNG bytes at ``scale`` times its own dpi, cropped to what it draws (as a notebook shows a
+    figure); shown at ``1/scale`` of its pixel width, a scale of 2 is sharp on a high-density screen.
 
     >>> fig, axes = new_figure()
     >>> figure_png(fig)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=fig.dpi, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=fig.dpi * scale, bbox_inches="tight")
     return buffer.getvalue()
 
 
@@ -169,7 +174,9 @@ class Source:
 
     ``settings`` holds one Setting for a per-layer profile (x = layer) or one per point of a
     sweep (x = ``xs``, each read off at ``layers``). ``law`` is None for the Monte-Carlo mean
-    (measured with ``run_monte_carlo(setting, **mc)``), else the theory law drawn (``kind``).
+    (measured with ``run_monte_carlo(setting, **mc)``), else the theory law drawn (``kind``);
+    ``point_laws``, where a sweep's law goes by another id at some points
+    (:func:`paper_figs.measure.with_aliases`), the id ``theory.predict`` gives each point.
     """
 
     artist: object
@@ -180,6 +187,7 @@ class Source:
     mc: dict | None = None
     xs: tuple | None = None
     layers: tuple | None = None
+    point_laws: tuple | None = None
 
 
 _SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -192,6 +200,10 @@ def sources(fig) -> list[Source]:
 
 def plot_mc_band(ax, table: pd.DataFrame, metric: str, *, label: str, color=None, x: str = "layer"):
     """Monte-Carlo mean as markers+line with its 95 % confidence band.
+
+    Theory lines (:func:`plot_theory`) are drawn above it, so a law that matches the measurement is seen
+    through its markers; past :data:`MARKED_POINTS` points the markers are spaced along the drawn line
+    (``markevery``), so a deep profile shows its line and not a ribbon of markers.
 
     Parameters
     ----------
@@ -206,6 +218,7 @@ def plot_mc_band(ax, table: pd.DataFrame, metric: str, *, label: str, color=None
     if rows.empty:
         return None
     (line,) = ax.plot(rows[x], rows["mean"], marker="o", markersize=2.5, linewidth=0.8, color=color,
+                      markevery=None if len(rows) <= MARKED_POINTS else 0.03, zorder=2,
                       label=f"{label} (MC, n={int(rows['n'].iloc[0])})")
     ax.fill_between(rows[x].to_numpy(float), rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float),
                     color=line.get_color(), alpha=0.25, linewidth=0)
@@ -253,7 +266,7 @@ def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=N
         if np.count_nonzero(~np.isnan(values)) < 2:
             continue  # one point (e.g. the input layer alone) draws no line
         (line,) = ax.plot(curve[x].to_numpy(float), values, linestyle=LAW_LINESTYLE.get(kind, "-"), color=color,
-                          linewidth=1.2, label=f"{label_prefix}{law} ({kind})")
+                          linewidth=1.2, zorder=THEORY_ZORDER, label=f"{label_prefix}{law} ({kind})")
         drawn.append((law, kind, line))
     return drawn
 

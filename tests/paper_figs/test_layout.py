@@ -43,6 +43,20 @@ def test_checker_finds_a_crowded_legend_over_the_data_and_small_text():
     assert any("is 5 pt" in p for p in problems), problems
 
 
+def test_checker_finds_a_legend_wider_than_its_axes_and_text_a_notebook_shrinks():
+    fig, ax = plt.subplots(figsize=(3, 2))  # no layout engine: the legend hangs off the figure as drawn
+    ax.plot([0, 1], [0, 1], label="a legend entry far longer than the narrow panel it explains, beside it")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    problems = layout_problems(fig)
+    assert any("legend is" in p and "wider than its axes" in p for p in problems), problems
+    ax.get_legend().remove()
+    assert not layout_problems(fig), layout_problems(fig)
+    fig.set_size_inches(25, 2)  # 7 pt tick labels in a figure a notebook shows at 10 in of its 25
+    problems = layout_problems(fig)
+    plt.close(fig)
+    assert any("as shown" in p and "(< 7 pt)" in p for p in problems), problems
+
+
 def test_checker_finds_colliding_tick_labels():
     fig, ax = plt.subplots(figsize=(2, 1.5), layout="constrained")
     ax.set_xticks(range(8), [f"label number {i}" for i in range(8)])
