@@ -25,8 +25,10 @@ import time
 import numpy as np
 
 from paper_figs.notebook import progress_as_output
-from paper_figs.style import (Source, annotate_blowup, figure_png, log_limits_from_lines, new_figure, place_legend,
-                              plot_mc_band, plot_theory, sources)
+from matplotlib.patches import Patch
+
+from paper_figs.style import (Source, annotate_blowup, figure_png, log_bands, log_limits_from_lines, new_figure,
+                              place_legend, plot_mc_band, plot_theory, sources)
 from simulate.compare import compare, verdict_sentence
 from simulate.engine import metrics_of_block
 
@@ -158,14 +160,20 @@ def explorer_figure(setting, metric: str, table, prediction, blowup, samples: in
         sources(fig).append(Source(curve, metric, (setting,), law=law, kind=kind))
     ax.set_xlim(0, setting.depth)
     label, log = METRIC_AXES.get(metric, (metric, False))
+    cut = 0
     if log and len(measured) and (measured > 0).all():
         ax.set_yscale("log")
+        cut = log_bands(ax)
         log_limits_from_lines(ax, ceiling=ceiling)
     annotate_blowup(ax, blowup)
     ax.set_ylabel(label)
     ax.set_title(setting_title(setting, metric, samples, seed), fontsize=7.5)
-    if ax.get_legend_handles_labels()[0]:
-        place_legend(ax)
+    handles, labels = ax.get_legend_handles_labels()
+    if cut:  # the band stops where its lower end reaches 0 (log axis): say so
+        handles.append(Patch(color="C0", alpha=0.25, linewidth=0))
+        labels.append(f"95 % band: left out at {cut} layers\n(its lower end reaches 0)")
+    if handles:
+        place_legend(ax, handles=handles, labels=labels)
     law = reference_law(prediction, metric)
     colour = next((curve.get_color() for name, _, curve in drawn if name == law), "C0")
     _relative_panel(lower, table[table["metric"] == metric].sort_values("layer"), prediction, metric, law, colour)

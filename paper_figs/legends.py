@@ -13,18 +13,21 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from paper_figs.style import KIND_WORDS, LAW_LINESTYLE, LEGEND_FONTSIZE
+from paper_figs.style import KIND_WORDS, LAW_LINESTYLE, LEGEND_FONTSIZE, MC_MARKER
 
 __all__ = ["style_handles", "series_handles", "figure_legend", "step_colours", "spread", "direct_labels"]
 
 
-def style_handles(kinds, *, mc: bool = True, blowup: bool = False, reference: str | None = None) -> list:
-    """Legend handles that explain the line styles: MC band, one per theory kind, blow-up, reference."""
+def style_handles(kinds, *, mc: bool = True, blowup: bool = False, reference: str | None = None,
+                  band_cut: bool = False) -> list:
+    """Legend handles that explain the line styles: MC band, one per theory kind, blow-up, reference, and where
+    a band on a log axis stops because its lower end reaches 0 (:func:`paper_figs.style.log_bands`)."""
     handles = []
     if mc:
-        handles.append((Line2D([], [], color="0.3", marker="o", markersize=2.5, linewidth=0.8),
+        handles.append((Line2D([], [], color="0.3", linewidth=0.7, **MC_MARKER),
                         Patch(color="0.3", alpha=0.25, linewidth=0)))
-    labels = ["Monte Carlo mean, 95 % band"] if mc else []
+    labels = [("Monte Carlo mean, 95 % band" + (" (left out where it reaches 0: log axis)" if band_cut else ""))] \
+        if mc else []
     for kind in [k for k in LAW_LINESTYLE if k in set(kinds)]:
         handles.append(Line2D([], [], color="0.3", linestyle=LAW_LINESTYLE[kind], linewidth=1.2))
         labels.append(f"theory: {KIND_WORDS[kind]}")

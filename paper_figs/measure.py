@@ -115,8 +115,12 @@ def profile_panel(ax, setting, metric: str, *, samples: int, label: str, color=N
     color = line.get_color() if line is not None else color
     prediction = predict(setting) if theory else pd.DataFrame(columns=["layer", "metric", "law", "kind", "value"])
     laws = laws(prediction) if callable(laws) else laws
+    measured = table.loc[table["metric"] == metric, "mean"].abs()
+    # past a blow-up a law runs on to 1e300: it is cut at 1e3 times the largest value measured, so the axis
+    # shows the measurement (as the explorer does)
+    ceiling = None if blowup is None or measured.empty else 1e3 * float(measured.max())
     for law, kind, drawn in plot_theory(ax, prediction, metric, color=color, laws=laws, kinds=kinds,
-                                        label_prefix=f"{label}: "):
+                                        label_prefix=f"{label}: ", ceiling=ceiling):
         record.append(Source(drawn, metric, (setting,), law=law, kind=kind))
     annotate_blowup(ax, blowup, color=color, label=f"{label}: ")
     return table, prediction

@@ -26,8 +26,8 @@ NAMES = ["01_curse_of_depth", "02_sparsity", "03_explorer", "04_lemma_report", "
 SIZE_SWITCH = [name for name in NAMES if name != "07_sweeps"]
 CELL_TIMEOUT_S = 180
 # A code cell that calls one of these draws a figure and must show it.
-FIGURE_CALL = (r"\b(profile_figure|sweep_figure|exponent_panel|plot_summary|new_figure|depth_figure|pruning_figure"
-               r"|lns_gain_figure|phase_figure|plot_map|plt\.show)\(")
+FIGURE_CALL = (r"\b(profile_figure|sweep_figure|exponent_panel|plot_summary|summary_figure|variance_figure|new_figure"
+               r"|depth_figure|pruning_figure|lns_gain_figure|phase_figure|plot_map|plt\.show)\(")
 VERDICT = (r"(agrees with the measurement|is never crossed|is within \d+% of the measurement"
            r"|differs from the measurement)")
 VERDICT_WORD = r"\((holds|violated|inconclusive)\)"

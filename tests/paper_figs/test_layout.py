@@ -148,3 +148,18 @@ def test_notebook_profile_figure_is_readable(name):
             low, high = source.artist.axes.get_ylim()
             y = source.artist.get_ydata()
             assert low <= min(y) and max(y) <= high, (name, source.artist.axes.get_title(), low, high, min(y), max(y))
+
+
+def test_accuracy_map_is_readable_as_a_notebook_shows_it():
+    """Issue 39: notebook 04's map was 16 in wide, shown shrunk, its cell text about 5 px high; now stacked."""
+    from simulate.accuracy.figure import plot_map
+    from theory.accuracy import shipped_map
+
+    table = shipped_map()
+    if table is None:
+        pytest.skip("no shipped accuracy map")
+    fig = plot_map(table)
+    try:
+        _assert_readable("accuracy map", fig)
+    finally:
+        plt.close(fig)
