@@ -23,10 +23,9 @@ import contextlib
 import time
 
 import numpy as np
-
-from paper_figs.notebook import progress_as_output
 from matplotlib.patches import Patch
 
+from paper_figs.notebook import progress_as_output
 from paper_figs.style import (Source, annotate_blowup, figure_png, log_bands, log_limits_from_lines, new_figure,
                               place_legend, plot_mc_band, plot_theory, sources)
 from simulate.compare import compare, verdict_sentence

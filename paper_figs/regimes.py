@@ -81,7 +81,7 @@ def regime_map(out_dir, quick: bool = False):
     """Left: growth exponent over (a, b); right: the regimes measured against theory."""
     size = mc_sizes(quick)
     depth_map = 1000 if quick else 10000
-    fig, axes = new_figure(ncols=2, width=4.8, height=3.3)
+    fig, axes = new_figure(ncols=2, width=4.6, height=3.3)
     exponent_panel(axes[0][0], depth_map, np.logspace(-2, 1, 31 if quick else 121))
     ax = axes[0][1]
     cases = regime_cases(size.width, size.tokens, size.depth)

@@ -203,7 +203,7 @@ def open_notebook(context, base: str, token: str, name: str, watch=None):
     page = context.new_page()
     if watch is not None:
         page.on("websocket", watch.attach)
-    page.goto(f"{base}/lab/tree/{name}.ipynb?token={token}")
+    page.goto(f"{base}/lab/tree/{name}.ipynb?reset&token={token}")  # reset: only this notebook open
     page.wait_for_function(KERNEL_IDLE, timeout=180_000)
     time.sleep(5)  # JupyterLab writes the kernel's metadata once it is connected
     return page, bool(page.evaluate(f"() => {PANEL}.context.model.dirty"))
@@ -234,6 +234,7 @@ def check_notebook(context, base: str, token: str, name: str, out: Path) -> dict
     row = {"notebook": name, "wall_s": round(wall, 1), "load_1min": round(os.getloadavg()[0], 2),
            "modified_on_open": modified, "errors": [e for cell in cells for e in cell["errors"]],
            "pictures": len(images), "resized": [i for i in images if i["natural"][0] != i["shown"][0]]}
+    page.evaluate(f"async () => {{ await {PANEL}.sessionContext.shutdown(); }}")  # its kernel ends with it
     page.close()
     return row
 
@@ -367,7 +368,8 @@ def main(argv=None) -> int:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.connect_over_cdp(endpoint)
-            context = browser.new_context(viewport={"width": 1400, "height": 1100})
+            # 1400 px wide (a notebook's output area then shows 953 px); tall, so a cell's screenshot holds its output
+            context = browser.new_context(viewport={"width": 1400, "height": 1100 if names is None else 2400})
             if names is not None:
                 rows = []
                 for name in names:
