@@ -30,15 +30,16 @@ _INIT_LAW = {"pre": "exact-preln-init", "lns": "exact-lns-init"}
 
 
 def _var_band(paths, step: int):
-    """Per layer: mean over seeds of ``var`` at ``step`` and its band (``layer, mean, low, high``)."""
-    import pandas as pd
-
+    """Per layer: the geometric mean over seeds of ``var`` at ``step`` and its band, the 95 % t interval of
+    ``log var`` (``layer, mean, low, high``): a variance spread over orders of magnitude gets a band a log axis
+    can draw, never one below 0."""
     tables = []
     for path in paths:
         layers = tr.train_layers(path)
         rows = layers[(layers["metric"] == "var") & (layers["step"] == step)]
-        tables.append(pd.DataFrame({"layer": rows["layer"], "score": "var", "value": rows["mean"]}))
-    return tr.seed_band(tables, "var")
+        tables.append(pd.DataFrame({"layer": rows["layer"], "score": "var", "value": np.log(rows["mean"])}))
+    band = tr.seed_band(tables, "var")
+    return band.assign(**{c: np.exp(band[c]) for c in ("mean", "low", "high")})
 
 
 def variance_figure(groups: dict):
@@ -76,7 +77,7 @@ def variance_figure(groups: dict):
         ax.set_xlabel("layer l (0 = embedding)")
         ax.set_ylabel("variance of the residual stream")
         ax.set_title(f"{_LABEL[scheme]}, d={setting.width}, L={setting.depth}, {len(paths)} seed(s)")
-    band = "mean over seeds, 95 % t band" if min(seeds) > 1 else "one seed (no band over seeds)"
+    band = "geometric mean over seeds, 95 % t band of log var" if min(seeds) > 1 else "one seed (no band over seeds)"
     figure_legend(fig, [((Line2D([], [], color="0.4", marker="o", markersize=2.5, lw=1),
                           Patch(color="0.4", alpha=0.2, lw=0)), f"measured at one logged step: {band}"),
                          (Line2D([], [], color="k", linestyle=LAW_LINESTYLE["exact"]),
