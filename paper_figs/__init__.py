@@ -8,7 +8,8 @@ bands, theory lines, what each line was drawn from), :mod:`paper_figs.legends` a
 :mod:`paper_figs.profiles` (per-layer profile panels); :mod:`paper_figs.layout` checks a
 rendered figure for overlapping or too small text. The ``study_*`` figures read the atlas's
 shipped results (``results/atlas``, :mod:`paper_figs.studies`, :mod:`paper_figs.study_phase`). The notebooks
-import their helpers from :mod:`paper_figs.notebook` and :mod:`paper_figs.explorer`.
+import their helpers from :mod:`paper_figs.notebook`, :mod:`paper_figs.explorer` and (what notebook 08 prints
+about the atlases) :mod:`paper_figs.atlas_tables`.
 
 >>> sorted(FIGURES)[:3]
 ['angular_heatmap', 'block_jacobians', 'gqa_groups']

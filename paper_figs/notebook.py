@@ -18,7 +18,8 @@ import os
 import numpy as np
 import pandas as pd
 
-from simulate.compare import COLUMNS, Z_LIMIT, compare, describe_curve, describe_setting, run_monte_carlo, verdict_sentence
+from simulate.compare import (COLUMNS, Z_LIMIT, compare, describe_curve, describe_setting, run_monte_carlo,
+                              verdict_sentence)
 
 __all__ = ["MODES", "notebook_mode", "pick", "progress", "progress_as_output", "setup_display", "verdict_table",
            "worst_layer", "knob_table", "at_layer", "law_at", "verdict_commentary"]
@@ -137,16 +138,16 @@ def verdict_commentary(table: pd.DataFrame) -> list[str]:
     """Lines for a verify table (``simulate.verify``), by verdict, then lemma and kind of curve, each saying what
     its verdict means there: a law that holds is within :data:`simulate.compare.Z_LIMIT` sem at every layer (its
     largest last-layer ``|z|`` shown); a bound gives its tightness; a growth class or a claim (whose ``z`` is no
-    distance from a curve) and every other verdict, one line per setting in words.
+    distance from a curve) one line per setting with its fit in words; every other verdict one line per setting.
 
     >>> t = pd.DataFrame({"id": ["exact-moe", "p1-lemma-3.2"], "kind": ["exact", "growth"], "verdict": "holds",
     ...                   "z": [1.5, 14.1], "setting": ["a", "b"], "metric": ["var_mlp", "var_growth"], "layer": 4,
-    ...                   "comment": ["", "exponent 1.2 [1.1, 1.3]: Theta(L) lower bound holds"]})
+    ...                   "comment": ["", "exponent 1.2 [1.1, 1.3]: Theta(L) holds"]})
     >>> print("\\n".join(line for line in verdict_commentary(t) if "theory's note" not in line))  # doctest: +ELLIPSIS
     === holds: 2 rows, lemmas exact-moe, p1-lemma-3.2
       exact-moe (derived here ...), exact curve, 1 settings: within 4 sem at every layer (last-layer |z| <= 1.50)
-      p1-lemma-3.2 (P1 Lemma 3.2), growth class, 1 settings:
-        [b] var_growth L=4: the growth class P1 Lemma 3.2 states ... (exponent 1.2 [1.1, 1.3]: Theta(L) lower bound holds)
+      p1-lemma-3.2 (P1 Lemma 3.2), growth class, 1 settings, judged by the growth class of the measured curve (no |z| ...
+        [b] var_growth L=4: exponent 1.2 [1.1, 1.3]: Theta(L) holds
     """
     import theory
 
@@ -158,8 +159,13 @@ def verdict_commentary(table: pd.DataFrame) -> list[str]:
         for (lemma_id, kind), rows in group.groupby(["id", "kind"], sort=False):
             lemma = theory.LEMMAS.get(lemma_id)
             head = f"  {lemma_id} ({lemma.source if lemma else ''}), {words.get(kind, kind)}, {len(rows)} settings"
-            if verdict == "holds" and kind in ("exact", "approx"):
-                lines.append(f"{head}: within {Z_LIMIT:g} sem at every layer (last-layer |z| <= {rows.z.abs().max():.2f})")
+            if kind in ("growth", "claim"):  # a fit's verdict, not a distance from a curve: its own words
+                lines.append(f"{head}, judged by the {words[kind]} of the measured curve (no |z| from a curve):")
+                lines += [f"    [{r['setting']}] {r['metric']} L={r['layer']}: {r['comment']}"
+                          for r in rows.to_dict("records")]
+            elif verdict == "holds" and kind in ("exact", "approx"):
+                lines.append(f"{head}: within {Z_LIMIT:g} sem at every layer "
+                             f"(last-layer |z| <= {rows.z.abs().max():.2f})")
             elif verdict == "holds as a bound":
                 lines.append(f"{head}: tightness {rows.tightness.min():.3g}..{rows.tightness.max():.3g} (1 = tight)")
             elif verdict in ("not applicable at init", "no prediction"):

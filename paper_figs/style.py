@@ -325,8 +325,8 @@ def annotate_blowup(ax, layer: int | None, *, color="crimson", label: str = "") 
         f"numerical blow-up at layer {layer}"
     text = ax.annotate(words, xy=(layer, 0.96 - 0.13 * row),
                        xycoords=("data", "axes fraction"), fontsize=MIN_FONTSIZE, color=color, va="top",
-                       xytext=(3, 0), textcoords="offset points", bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none",
-                                                             alpha=0.85))
+                       xytext=(3, 0), textcoords="offset points",
+                       bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85))
     text.set_gid("blowup")
     place_blowup_notes(ax)
 

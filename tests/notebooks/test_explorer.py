@@ -255,7 +255,8 @@ def test_bounded_metrics_on_a_linear_axis_growing_ones_on_a_log_axis():
         explorer.controls["metric"].value = metric
         explorer.run()
         ax = explorer.figure.axes[0]
-        assert (ax.get_yscale() == "log") == log and ax.get_ylabel() == METRIC_AXES[metric][0], (metric, ax.get_yscale())
+        assert (ax.get_yscale() == "log") == log, (metric, ax.get_yscale())
+        assert ax.get_ylabel() == METRIC_AXES[metric][0], (metric, ax.get_ylabel())
     assert "nats" in METRIC_AXES["attn_entropy"][0]
 
 

@@ -183,6 +183,9 @@ def test_executes_in_quick_mode(path, monkeypatch, shared_cache):
         if cell.cell_type == "code" and re.search(FIGURE_CALL, cell.source):
             images = [o for o in cell.outputs if "image/png" in o.get("data", {})]
             assert images, f"{path.name}: a figure cell shows no picture:\n{cell.source[:200]}"
+    if path.stem == "04_lemma_report":  # "holds" of a curve is within 4 sem: no larger |z| is listed under it
+        bounds = [float(z) for z in re.findall(r"within 4 sem at every layer \(last-layer \|z\| <= ([\d.]+)\)", text)]
+        assert bounds and max(bounds) <= 4.0, bounds
     if path.stem == "08_studies":  # a missing value reads as blank, never as a literal nan
         assert not re.search(r"\bnan\b", text, re.I), re.search(r".{60}\bnan\b.{20}", text, re.I | re.S)
     if path.stem == "03_explorer":  # the plot is in an image widget, the verdicts in an output widget

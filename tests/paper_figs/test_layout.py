@@ -121,10 +121,12 @@ def _notebook_figures():
                                               for s in schemes],
                                       reference=("Pre-LN, measured (for comparison)", llama("pre")), ncols=3,
                                       sharey=True, labels="none", panel_size=(3.0, 2.4), metrics=metrics),
-        "01 pre vs lns": dict(panels=[Panel(t, m, {s: llama(s) for s in ("pre", "lns")}, ylabel=label) for m, t, label in
-                                      (("angular", "angular distance between layers", "arccos cos(x_{l-1}, x_l) / pi"),
-                                       ("jac_dev", "block Jacobian's distance from I", "||J_l - I||_F / sqrt(T d)"),
-                                       ("e2e_gain", "end-to-end gain of a probe", "||dx_l/dx_0 v|| / ||v||"))],
+        "01 pre vs lns": dict(panels=[Panel(t, m, {s: llama(s) for s in ("pre", "lns")}, ylabel=label)
+                                      for m, t, label in (
+                                          ("angular", "angular distance between layers",
+                                           "arccos cos(x_{l-1}, x_l) / pi"),
+                                          ("jac_dev", "block Jacobian's distance from I", "||J_l - I||_F / sqrt(T d)"),
+                                          ("e2e_gain", "end-to-end gain of a probe", "||dx_l/dx_0 v|| / ||v||"))],
                               panel_size=(3.0, 2.6), metrics=metrics),
         "01 token cosine": dict(panels=[Panel(s, "token_cos", {f"input std {v:g}": llama(s, input_std=v)
                                                                for v in (1.0, 0.02)}, log_y=False)
