@@ -7,8 +7,9 @@ cache, so a second build is fast. The figure modules share :mod:`paper_figs.styl
 bands, theory lines, what each line was drawn from), :mod:`paper_figs.legends` and
 :mod:`paper_figs.profiles` (per-layer profile panels); :mod:`paper_figs.layout` checks a
 rendered figure for overlapping or too small text. The ``study_*`` figures read the atlas's
-shipped results (``results/atlas``, :mod:`paper_figs.studies`). The notebooks import their helpers from
-:mod:`paper_figs.notebook` and :mod:`paper_figs.explorer`.
+shipped results (``results/atlas``, :mod:`paper_figs.studies`, :mod:`paper_figs.study_phase`). The notebooks
+import their helpers from :mod:`paper_figs.notebook`, :mod:`paper_figs.explorer` and (what notebook 08 prints
+about the atlases) :mod:`paper_figs.atlas_tables`.
 
 >>> sorted(FIGURES)[:3]
 ['angular_heatmap', 'block_jacobians', 'gqa_groups']
@@ -16,7 +17,7 @@ shipped results (``results/atlas``, :mod:`paper_figs.studies`). The notebooks im
 
 from __future__ import annotations
 
-from paper_figs import angular, depth_profiles, jacobians, regimes, sparsity, studies, sweep_growth
+from paper_figs import angular, depth_profiles, jacobians, regimes, sparsity, studies, study_phase, sweep_growth
 from paper_figs import trained_depth, trained_sparsity
 
 __all__ = ["FIGURES"]
@@ -42,5 +43,5 @@ FIGURES = {
     "study_depth": studies.study_depth,
     "study_pruning": studies.study_pruning,
     "study_lns_gain": studies.study_lns_gain,
-    "study_phase": studies.study_phase,
+    "study_phase": study_phase.study_phase,
 }

@@ -7,10 +7,15 @@ while the status line names the stage (simulating, theory prediction, drawing) a
 buttons wait. A *seed* box picks the Monte-Carlo draw (same seed, same plot) and *new seed*
 steps it by one and runs, so a user sees the spread between draws and can type a seed back.
 The metric menu offers only the metrics of the chosen block
-(:func:`simulate.engine.metrics.metrics_of_block`). :func:`explorer_figure` draws one run; its
-title lists every field the explorer sets and the seed (:func:`setting_title`), so a screenshot
-says which setting and which draw it shows. Nothing here uses pyplot: the plot is rendered to
-PNG inside the callback and shown in an image widget (see :class:`Explorer`)."""
+(:func:`simulate.engine.metrics.metrics_of_block`), and a control that means nothing for the
+chosen block (MoE top-k without a MoE sublayer, the GQA group without attention) is disabled,
+its tooltip saying why (:data:`NEEDS`), and left out of the setting and the title.
+:func:`explorer_figure` draws one run; its title lists every field the explorer sets that the
+block uses, and the seed (:func:`setting_title`), so a screenshot says which setting and which
+draw it shows. Under the profile, a second panel shows the Monte-Carlo mean and its 95 % band
+relative to a law (:func:`reference_law`), where a new seed's move and the band's width are
+seen at any number of samples. Nothing here uses pyplot: the plot is rendered to PNG at twice
+its dpi inside the callback and shown in an image widget at its own size (see :class:`Explorer`)."""
 
 from __future__ import annotations
 
@@ -18,15 +23,16 @@ import contextlib
 import time
 
 import numpy as np
+from matplotlib.patches import Patch
 
 from paper_figs.notebook import progress_as_output
-from paper_figs.style import (Source, annotate_blowup, figure_png, log_limits_from_lines, new_figure, place_legend,
-                              plot_mc_band, plot_theory, sources)
+from paper_figs.style import (Source, annotate_blowup, figure_png, log_bands, log_limits_from_lines, new_figure,
+                              place_legend, plot_mc_band, plot_theory, sources)
 from simulate.compare import compare, verdict_sentence
 from simulate.engine import metrics_of_block
 
-__all__ = ["EXPLORER_FIELDS", "DEFAULTS", "SEED_MAX", "setting_title", "build_setting", "explorer_figure",
-           "run_setting", "Explorer"]
+__all__ = ["EXPLORER_FIELDS", "DEFAULTS", "SEED_MAX", "NEEDS", "METRIC_AXES", "applies", "setting_title",
+           "build_setting", "reference_law", "explorer_figure", "run_setting", "Explorer"]
 
 # The Setting fields the explorer's widgets set, in the order its title lists them.
 EXPLORER_FIELDS = ("scheme", "block", "depth", "width", "tokens", "heads", "kv_heads", "mask_density", "top_k",
@@ -35,31 +41,81 @@ DEFAULTS = dict(scheme="pre", block="transformer", depth=32, width=64, tokens=16
                 top_k=2, input_std=1.0, alignment=0.0, metric="var", samples=16, seed=0)
 HEADS = 4
 SEED_MAX = 2**31 - 1  # the seed box's largest value; *new seed* wraps past it to 0
+# The sublayer (theory.architecture.SUBLAYERS) a control or a Setting field acts on: without it, it does nothing.
+NEEDS = {"group": "attention", "heads": "attention", "kv_heads": "attention", "top_k": "moe", "experts": "moe"}
+# Per metric: its y label (what is plotted, in words, and the metric's name) and whether it grows multiplicatively
+# (a log axis); bounded metrics (an angle, a cosine, an entropy, the kurtosis) on a linear axis.
+METRIC_AXES = {"var": ("stream variance sigma_l^2 (var)", True),
+               "var_attn": ("variance of block l's attention branch (var_attn)", True),
+               "var_mlp": ("variance of block l's MLP / linear / MoE branch (var_mlp)", True),
+               "angular": ("angular distance arccos cos(x_{l-1}, x_l) / pi (angular)", False),
+               "jac_dev": ("||J_l - I||_F / sqrt(T d) (jac_dev)", True),
+               "e2e_gain": ("end-to-end gain ||dx_l/dx_0 v|| / ||v|| (e2e_gain)", True),
+               "kurtosis": ("feature kurtosis m4 / m2^2, 3 for a Gaussian (kurtosis)", False),
+               "token_cos": ("mean cosine between distinct tokens (token_cos)", False),
+               "attn_entropy": ("attention row entropy, nats (attn_entropy)", False)}
+
+
+def applies(name: str, block: str) -> bool:
+    """Whether a control or Setting field ``name`` acts on a ``block`` (:data:`NEEDS`).
+
+    >>> applies("top_k", "transformer"), applies("top_k", "moe"), applies("group", "mlp"), applies("depth", "mlp")
+    (False, True, False, True)
+    """
+    from theory.architecture import SUBLAYERS
+
+    return name not in NEEDS or NEEDS[name] in SUBLAYERS[block]
 
 
 def build_setting(scheme, block, depth, width, tokens, group, mask_density, top_k, input_std, alignment):
-    """The Setting of the explorer's controls (``group`` = query heads per KV head); SettingError if invalid."""
+    """The Setting of the explorer's controls (``group`` = query heads per KV head); SettingError if invalid.
+
+    A control that does not act on ``block`` (:func:`applies`) keeps the Setting's default, so the
+    setting, its cache entry and its title do not change with a control that does nothing.
+    """
     from theory import Setting
 
-    return Setting(scheme=scheme, block=block, depth=depth, width=width, heads=HEADS, kv_heads=HEADS // group,
-                   mask_density=mask_density, top_k=top_k, tokens=tokens, input_std=input_std, alignment=alignment)
+    knobs = {"kv_heads": HEADS // group if applies("group", block) else None}
+    if applies("top_k", block):
+        knobs["top_k"] = top_k
+    return Setting(scheme=scheme, block=block, depth=depth, width=width, heads=HEADS, mask_density=mask_density,
+                   tokens=tokens, input_std=input_std, alignment=alignment, **knobs)
 
 
 def setting_title(setting, metric: str, samples: int, seed: int = 0) -> str:
-    """Two lines naming the metric and every explorer field of ``setting``, defaults included.
+    """Two lines naming the metric and every explorer field of ``setting`` the block uses, defaults included.
 
     >>> from theory import Setting
     >>> print(setting_title(Setting(depth=4), "var", 8))
     metric=var  scheme=pre  block=transformer  depth=4  width=256  tokens=64
-    heads=4  kv_heads=4  mask_density=1  top_k=2  experts=8  input_std=1  alignment=0  samples=8  seed=0
+    heads=4  kv_heads=4  mask_density=1  input_std=1  alignment=0  samples=8  seed=0
+    >>> "top_k=2  experts=8" in setting_title(Setting(depth=4, block="moe"), "var", 8)
+    True
     """
     def word(name):
         value = setting.resolved_kv_heads if name == "kv_heads" else getattr(setting, name)
         return f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}"
 
     first = [f"metric={metric}"] + [word(n) for n in EXPLORER_FIELDS[:5]]
-    second = [word(n) for n in EXPLORER_FIELDS[5:]] + [f"samples={samples}", f"seed={seed}"]
-    return "  ".join(first) + "\n" + "  ".join(second)
+    second = [word(n) for n in EXPLORER_FIELDS[5:] if applies(n, setting.block)]
+    return "  ".join(first) + "\n" + "  ".join(second + [f"samples={samples}", f"seed={seed}"])
+
+
+def reference_law(prediction, metric: str) -> str | None:
+    """The law the lower panel measures against: the first law (by id) with exact values of ``metric``, else the
+    first with approximate ones; bounds are no reference. None without either.
+
+    >>> import pandas as pd
+    >>> p = pd.DataFrame({"metric": "var", "law": ["b", "a", "c"], "kind": ["exact", "approx", "upper"]})
+    >>> reference_law(p, "var"), reference_law(p[p.kind == "upper"], "var")
+    ('b', None)
+    """
+    rows = prediction[prediction["metric"] == metric]
+    for wanted in ("exact", "approx"):
+        laws = sorted(rows.loc[rows["kind"] == wanted, "law"].unique())
+        if laws:
+            return laws[0]
+    return None
 
 
 def run_setting(setting, metric: str, samples: int, *, seed: int = 0, progress: bool = False):
@@ -76,16 +132,20 @@ def run_setting(setting, metric: str, samples: int, *, seed: int = 0, progress: 
 def explorer_figure(setting, metric: str, table, prediction, blowup, samples: int, seed: int = 0):
     """One run drawn over every theory curve of ``metric``: x from 0 to the depth, the whole setting in the title.
 
-    The figure is not pyplot's (:func:`paper_figs.style.new_figure`). Theory values above the
-    plotted range (a curve past a blow-up, a bound that overflows to inf) are left out before
-    drawing (``ceiling`` of :func:`paper_figs.style.plot_theory`), so drawing warns about nothing.
+    Top: the Monte-Carlo mean and its 95 % band over the theory lines, on a log axis for a metric that
+    grows multiplicatively and is positive, else linear (:data:`METRIC_AXES`). Below: the mean and band
+    in percent of the :func:`reference_law` (without a law, the band's half-width in percent of the mean),
+    where a band a few percent wide is seen. The figure is not pyplot's
+    (:func:`paper_figs.style.new_figure`). Theory values above the plotted range (a curve past a blow-up, a
+    bound that overflows to inf) are left out before drawing (``ceiling`` of
+    :func:`paper_figs.style.plot_theory`), so drawing warns about nothing.
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    fig, axes = new_figure(width=6.4, height=3.6)
-    ax = axes[0][0]
+    fig, axes = new_figure(nrows=2, width=6.4, height=2.3, sharex=True, gridspec_kw={"height_ratios": (2.3, 1.0)})
+    ax, lower = axes[0][0], axes[1][0]
     line = plot_mc_band(ax, table, metric, label="Monte Carlo")
     if line is not None:
         sources(fig).append(Source(line, metric, (setting,), mc={"samples": samples, "metrics": (metric,),
@@ -93,19 +153,54 @@ def explorer_figure(setting, metric: str, table, prediction, blowup, samples: in
     measured = table[table["metric"] == metric]["mean"].to_numpy(float)
     # past a blow-up the theory runs off the top: the limits follow the measurement
     ceiling = 1e250 if blowup is None or not len(measured) else 1e3 * np.abs(measured).max()
-    for index, (law, kind, drawn) in enumerate(plot_theory(ax, prediction, metric, ceiling=ceiling)):
-        drawn.set_color(f"C{index + 1}")
-        sources(fig).append(Source(drawn, metric, (setting,), law=law, kind=kind))
+    drawn = plot_theory(ax, prediction, metric, ceiling=ceiling)
+    for index, (law, kind, curve) in enumerate(drawn):
+        curve.set_color(f"C{index + 1}")
+        sources(fig).append(Source(curve, metric, (setting,), law=law, kind=kind))
     ax.set_xlim(0, setting.depth)
-    if len(measured) and (measured > 0).all():
+    label, log = METRIC_AXES.get(metric, (metric, False))
+    cut = 0
+    if log and len(measured) and (measured > 0).all():
         ax.set_yscale("log")
+        cut = log_bands(ax)
         log_limits_from_lines(ax, ceiling=ceiling)
     annotate_blowup(ax, blowup)
-    ax.set(xlabel="layer l (block index; 0 = input)", ylabel=metric)
+    ax.set_ylabel(label)
     ax.set_title(setting_title(setting, metric, samples, seed), fontsize=7.5)
-    if ax.get_legend_handles_labels()[0]:
-        place_legend(ax)
+    handles, labels = ax.get_legend_handles_labels()
+    if cut:  # the band stops where its lower end reaches 0 (log axis): say so
+        handles.append(Patch(color="C0", alpha=0.25, linewidth=0))
+        labels.append(f"95 % band: left out at {cut} layers\n(its lower end reaches 0)")
+    if handles:
+        place_legend(ax, handles=handles, labels=labels)
+    law = reference_law(prediction, metric)
+    colour = next((curve.get_color() for name, _, curve in drawn if name == law), "C0")
+    _relative_panel(lower, table[table["metric"] == metric].sort_values("layer"), prediction, metric, law, colour)
+    lower.set_xlabel("layer l (block index; 0 = input)")
     return fig
+
+
+def _relative_panel(ax, rows, prediction, metric: str, law: str | None, colour) -> None:
+    """The Monte-Carlo mean and its 95 % band in percent of ``law``'s value at each layer (without a law, the
+    band about the mean), with the law at 0."""
+    layers = rows["layer"].to_numpy(float)
+    mean, low, high = (rows[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))  # (layers,) each
+    if law is None:
+        base, title = mean, "95 % band, % of the Monte-Carlo mean (no law to compare with)"
+    else:
+        curve = prediction[(prediction["metric"] == metric) & (prediction["law"] == law)].groupby("layer")["value"]
+        base = curve.first().reindex(layers).to_numpy(float)  # (layers,), every kind of the law
+        title = f"Monte Carlo and its 95 % band, % off {law}"
+    with np.errstate(divide="ignore", invalid="ignore"):
+        offset = [100.0 * (v / base - 1.0) for v in (mean, low, high)]  # (3, layers)
+    keep = np.isfinite(offset[0]) & (layers >= 1)
+    ax.axhline(0.0, color=colour, lw=1.2)
+    if keep.any():
+        if law is not None:
+            ax.plot(layers[keep], offset[0][keep], marker="o", markersize=2, lw=0.8, color="C0")
+        ax.fill_between(layers[keep], offset[1][keep], offset[2][keep], color="C0", alpha=0.35, lw=0)
+    ax.set_ylabel("% off the law" if law is not None else "% of the mean")
+    ax.set_title(title, fontsize=7.5)
 
 
 class Explorer:
@@ -157,13 +252,15 @@ class Explorer:
                                         style={"description_width": "initial"}, layout=widgets.Layout(width="150px")),
         )
         self.controls["block"].observe(self._block_changed, names="value")
+        self._block_changed({"new": values["block"]})
         self.button = widgets.Button(description="run", button_style="primary", icon="play")
         self.button.on_click(lambda _: self.run())
         self.new_seed_button = widgets.Button(description="new seed", icon="random",
                                               tooltip="seed + 1, then run: another Monte-Carlo draw")
         self.new_seed_button.on_click(lambda _: self.new_seed())
         self.status = widgets.HTML()
-        self.image = widgets.Image(format="png", layout=widgets.Layout(display="none"))
+        # a flex column stretches its children to its width: the image keeps the size set at each draw
+        self.image = widgets.Image(format="png", layout=widgets.Layout(display="none", align_self="flex-start"))
         self.output = widgets.Output()
         names = [name for name in self.controls if name != "seed"]  # the seed sits beside the buttons
         rows = [widgets.HBox([self.controls[n] for n in names[i:i + 3]]) for i in range(0, len(names), 3)]
@@ -172,11 +269,22 @@ class Explorer:
         self.figure, self.verdicts = None, []
 
     def _block_changed(self, change) -> None:
-        """Offer only the metrics the new block has; keep the metric when it has it, else 'var'."""
+        """Offer only the metrics the new block has (keep the metric when it has it, else 'var'); disable each
+        control that does nothing for the block, its tooltip saying why."""
+        from theory.architecture import SUBLAYERS
+
+        block = change["new"]
         menu = self.controls["metric"]
         current = menu.value
-        menu.options = metrics_of_block(change["new"])
+        menu.options = metrics_of_block(block)
         menu.value = current if current in menu.options else "var"
+        for name in NEEDS:
+            if name in self.controls:
+                control, acts = self.controls[name], applies(name, block)
+                with_it = ", ".join(b for b, kinds in SUBLAYERS.items() if NEEDS[name] in kinds)
+                control.disabled = not acts
+                control.tooltip = "" if acts else (f"no effect: a {block} block has no {NEEDS[name]} sublayer "
+                                                   f"(only {with_it} blocks have one)")
 
     def values(self) -> dict:
         """The controls' current values."""
@@ -231,7 +339,8 @@ class Explorer:
             prediction = theory.predict(setting)
         with stage("drawing", "drawing ..."):
             self.figure = explorer_figure(setting, metric, table, prediction, blowup, samples, seed)
-            self.image.value = figure_png(self.figure)
+            self.image.value = figure_png(self.figure, scale=2)  # sharp on a high-density screen
+            self.image.layout.width = f"{_png_width(self.image.value) // 2}px"  # shown at its own size
             self.image.layout.display = None
         with self.output:
             print("setting: " + setting_title(setting, metric, samples, seed).replace("\n", "  "))
@@ -254,3 +363,14 @@ class Explorer:
 
         display(self.box)
         return self.run()
+
+
+def _png_width(png: bytes) -> int:
+    """A PNG's width in pixels (from its header).
+
+    >>> from paper_figs.style import new_figure
+    >>> fig, _ = new_figure(width=2.0, height=1.0)
+    >>> _png_width(figure_png(fig)) > 0
+    True
+    """
+    return int.from_bytes(png[16:20], "big")

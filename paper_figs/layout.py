@@ -4,14 +4,17 @@
 extents in display pixels:
 
 - every text (titles, axis labels, tick labels, annotations, legend text, figure titles)
-  is at least :data:`paper_figs.style.MIN_FONTSIZE` points;
+  is at least :data:`paper_figs.style.MIN_FONTSIZE` points *as shown*: a figure wider than
+  :data:`DISPLAY_WIDTH_IN` (what a notebook's output area shows at 100 %) is shown shrunk to
+  that width, and its text with it;
 - no text or legend of one axes overlaps another axes' tight bounding box (the axes with
   all its labels, ``Axes.get_tightbbox``, taken piece by piece: frame, texts, legend), and no
   figure-level text or legend overlaps any;
 - within one axes, its texts do not overlap each other (tick labels of one axis, title,
   labels, annotations, the legend box);
-- a legend is at most :data:`MAX_LEGEND_ENTRIES` entries; a legend inside its axes has at
-  most :data:`MAX_INSIDE_ENTRIES` entries and covers no data point of a line.
+- a legend is at most :data:`MAX_LEGEND_ENTRIES` entries and no wider than its axes (a wider
+  one squeezes the panel into a strip beside it); a legend inside its axes has at most
+  :data:`MAX_INSIDE_ENTRIES` entries and covers no data point of a line.
 
 >>> import matplotlib.pyplot as plt
 >>> fig, ax = plt.subplots(figsize=(3, 2))
@@ -22,6 +25,10 @@ extents in display pixels:
 >>> _ = ax.set_title("tiny", fontsize=4)
 >>> layout_problems(fig)
 ["axes 0 ('tiny'): text 'tiny' is 4 pt (< 7 pt)"]
+>>> _ = ax.set_title("wide", fontsize=8)
+>>> fig.set_size_inches(3 * DISPLAY_WIDTH_IN, 2)  # a notebook shows it shrunk: 8 pt reads as 3.4 pt
+>>> [p.split(" (the")[0] for p in layout_problems(fig) if "text 'wide'" in p]
+["axes 0 ('wide'): text 'wide' is 8 pt, 3.39 pt as shown"]
 >>> plt.close(fig)
 """
 
@@ -35,10 +42,14 @@ from matplotlib.text import Text
 
 from paper_figs.style import MIN_FONTSIZE
 
-__all__ = ["MAX_LEGEND_ENTRIES", "MAX_INSIDE_ENTRIES", "layout_problems", "ink"]
+__all__ = ["MAX_LEGEND_ENTRIES", "MAX_INSIDE_ENTRIES", "DISPLAY_WIDTH_IN", "layout_problems", "ink"]
 
 MAX_LEGEND_ENTRIES = 12
 MAX_INSIDE_ENTRIES = 4
+# Inches (at the figures' 100 dpi) that a notebook's output area shows at 100 %: JupyterLab scales a wider image
+# down to its width (953 px beside the prompt in a 1400 px window, measured with tools/explorer_in_jupyterlab.py),
+# and its text with it.
+DISPLAY_WIDTH_IN = 9.5
 _TOLERANCE_PX = 1.0  # extents may touch
 
 
@@ -91,8 +102,11 @@ def _legend_problems(where: str, legend, ax, renderer) -> list[str]:
                         "or label the lines directly")
     if ax is None:
         return problems
-    box = legend.get_window_extent(renderer)
-    if not _overlap(box, ax.get_window_extent(renderer)):
+    box, frame = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+    if box.width > frame.width + _TOLERANCE_PX:
+        problems.append(f"{where}: legend is {box.width:.0f} px wide, wider than its axes ({frame.width:.0f} px); "
+                        "put it below the figure or shorten its entries")
+    if not _overlap(box, frame):
         return problems
     if len(texts) > MAX_INSIDE_ENTRIES:
         problems.append(f"{where}: legend inside the axes with {len(texts)} entries (> {MAX_INSIDE_ENTRIES})")
@@ -129,10 +143,14 @@ def layout_problems(fig) -> list[str]:
                                                                   and _visible_text(t)]
     every_text += [("figure", t) for t in figure_texts]
     every_text += [("figure legend", t) for legend in fig.legends for t in legend.get_texts()]
+    width = fig.get_tightbbox(renderer).width  # inches, as saved (bbox_inches="tight") and shown
+    shrink = min(1.0, DISPLAY_WIDTH_IN / width)
     for where, text in every_text:
-        if _visible_text(text) and text.get_fontsize() < MIN_FONTSIZE - 1e-6:
-            problems.append(f"{where}: text {text.get_text()[:40]!r} is {text.get_fontsize():g} pt "
-                            f"(< {MIN_FONTSIZE:g} pt)")
+        shown = text.get_fontsize() * shrink
+        if _visible_text(text) and shown < MIN_FONTSIZE - 1e-6:
+            size = f"{text.get_fontsize():g} pt" + (f", {shown:.3g} pt as shown (the figure is {width:.3g} in wide, "
+                                                    f"shown at {DISPLAY_WIDTH_IN:g} in)" if shrink < 1 else "")
+            problems.append(f"{where}: text {text.get_text()[:40]!r} is {size} (< {MIN_FONTSIZE:g} pt)")
     for ax in axes:
         flat = [(group, name, bbox) for group, entries in items[ax].items() for name, _, bbox in entries]
         for other in axes:

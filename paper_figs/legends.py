@@ -13,18 +13,21 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from paper_figs.style import KIND_WORDS, LAW_LINESTYLE, LEGEND_FONTSIZE
+from paper_figs.style import KIND_WORDS, LAW_LINESTYLE, LEGEND_FONTSIZE, MC_MARKER
 
-__all__ = ["style_handles", "figure_legend", "spread", "direct_labels"]
+__all__ = ["style_handles", "series_handles", "figure_legend", "step_colours", "spread", "direct_labels"]
 
 
-def style_handles(kinds, *, mc: bool = True, blowup: bool = False, reference: str | None = None) -> list:
-    """Legend handles that explain the line styles: MC band, one per theory kind, blow-up, reference."""
+def style_handles(kinds, *, mc: bool = True, blowup: bool = False, reference: str | None = None,
+                  band_cut: bool = False) -> list:
+    """Legend handles that explain the line styles: MC band, one per theory kind, blow-up, reference, and where
+    a band on a log axis stops because its lower end reaches 0 (:func:`paper_figs.style.log_bands`)."""
     handles = []
     if mc:
-        handles.append((Line2D([], [], color="0.3", marker="o", markersize=2.5, linewidth=0.8),
+        handles.append((Line2D([], [], color="0.3", linewidth=0.7, **MC_MARKER),
                         Patch(color="0.3", alpha=0.25, linewidth=0)))
-    labels = ["Monte Carlo mean, 95 % band"] if mc else []
+    labels = [("Monte Carlo mean, 95 % band" + (" (left out where it reaches 0: log axis)" if band_cut else ""))] \
+        if mc else []
     for kind in [k for k in LAW_LINESTYLE if k in set(kinds)]:
         handles.append(Line2D([], [], color="0.3", linestyle=LAW_LINESTYLE[kind], linewidth=1.2))
         labels.append(f"theory: {KIND_WORDS[kind]}")
@@ -35,6 +38,33 @@ def style_handles(kinds, *, mc: bool = True, blowup: bool = False, reference: st
         handles.append(Line2D([], [], color="crimson", linestyle="--", linewidth=0.8))
         labels.append("numerical blow-up (inf/nan)")
     return list(zip(handles, labels))
+
+
+def series_handles(series) -> list:
+    """One legend entry per coloured series: ``series`` is ``[(label, colour)]``; the styles say the rest."""
+    return [(Line2D([], [], color=color, linewidth=1.5), label) for label, color in series]
+
+
+def step_colours(fig, axes, steps, *, label: str = "training step") -> dict:
+    """A colour per training step from one colormap, and one colorbar beside ``axes`` that names them.
+
+    Many logged steps make a legend longer than its panel; a colorbar keys them in one strip.
+
+    >>> from paper_figs.style import new_figure
+    >>> fig, axes = new_figure(ncols=2)
+    >>> colours = step_colours(fig, axes.ravel().tolist(), [0, 10, 20])
+    >>> sorted(colours), len(fig.axes)
+    ([0, 10, 20], 3)
+    """
+    from matplotlib import colormaps
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import Normalize
+
+    steps = sorted(int(s) for s in steps)
+    norm = Normalize(vmin=min(steps), vmax=max(max(steps), min(steps) + 1))
+    mappable = ScalarMappable(norm=norm, cmap=colormaps["viridis"])
+    fig.colorbar(mappable, ax=axes, label=label, fraction=0.04, pad=0.02)
+    return {step: mappable.to_rgba(step) for step in steps}
 
 
 def figure_legend(fig, handles_labels, *, ncol: int | None = None) -> None:

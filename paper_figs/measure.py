@@ -23,7 +23,7 @@ from simulate.compare import run_monte_carlo
 from theory import predict as _predict
 
 __all__ = ["LLAMA_130M_ALPHA", "McSizes", "mc_sizes", "llama_like", "predict", "monte_carlo", "profile_panel",
-           "sweep", "sweep_panel"]
+           "sweep", "with_aliases", "sweep_panel"]
 
 # alpha = d s^2 of LLaMA-130M (d = 768, s = 0.02): kept when the figures use smaller widths.
 LLAMA_130M_ALPHA = 768 * 0.02**2
@@ -115,8 +115,12 @@ def profile_panel(ax, setting, metric: str, *, samples: int, label: str, color=N
     color = line.get_color() if line is not None else color
     prediction = predict(setting) if theory else pd.DataFrame(columns=["layer", "metric", "law", "kind", "value"])
     laws = laws(prediction) if callable(laws) else laws
+    measured = table.loc[table["metric"] == metric, "mean"].abs()
+    # past a blow-up a law runs on to 1e300: it is cut at 1e3 times the largest value measured, so the axis
+    # shows the measurement (as the explorer does)
+    ceiling = None if blowup is None or measured.empty else 1e3 * float(measured.max())
     for law, kind, drawn in plot_theory(ax, prediction, metric, color=color, laws=laws, kinds=kinds,
-                                        label_prefix=f"{label}: "):
+                                        label_prefix=f"{label}: ", ceiling=ceiling):
         record.append(Source(drawn, metric, (setting,), law=law, kind=kind))
     annotate_blowup(ax, blowup, color=color, label=f"{label}: ")
     return table, prediction
@@ -152,15 +156,39 @@ def sweep(settings, xs, metric: str, *, samples: int, layer=None, seed: int = 0)
             pd.DataFrame(predicted, columns=["x", "law", "kind", "value"]))
 
 
-def sweep_panel(ax, settings, xs, metric: str, *, samples: int, label: str, layer=None, color=None, laws=None):
+def with_aliases(predicted: pd.DataFrame, aliases: dict | None, x: str = "x") -> pd.DataFrame:
+    """``predicted`` with each law of ``aliases`` (``{law: the id theory.predict gives it elsewhere}``) filled in
+    at the knob values where it has no row but its other id has; column ``source_law`` keeps the id read.
+
+    The theory names one law differently at the end of a knob's range (GQA's ``exact-gqa-init`` is
+    ``exact-causal-attention`` at G = 1, where no key-value head is shared), so a sweep's line would start
+    one value late.
+
+    >>> p = pd.DataFrame({"x": [1, 2], "law": ["a", "b"], "kind": "exact", "value": [1.0, 2.0]})
+    >>> with_aliases(p, {"b": "a"})[["x", "law", "source_law"]].values.tolist()
+    [[1, 'a', 'a'], [2, 'b', 'b'], [1, 'b', 'a']]
+    """
+    out = [predicted.assign(source_law=predicted["law"])]
+    for law, other in (aliases or {}).items():
+        have = set(predicted.loc[predicted["law"] == law, x])
+        stand_in = predicted[(predicted["law"] == other) & ~predicted[x].isin(have)]
+        out.append(stand_in.assign(law=law, source_law=other))
+    return pd.concat(out, ignore_index=True)
+
+
+def sweep_panel(ax, settings, xs, metric: str, *, samples: int, label: str, layer=None, color=None, laws=None,
+                aliases=None):
     """:func:`sweep` and :func:`plot_sweep` for one series, with the :class:`Source` of each line recorded.
+
+    ``aliases``: laws that go by another id at some knob values (:func:`with_aliases`), drawn as one line.
 
     Returns
     -------
     (DataFrame, DataFrame)
-        The measured and predicted frames of :func:`sweep`.
+        The measured and predicted frames of :func:`sweep` (the latter with the aliases filled in).
     """
     measured, predicted = sweep(settings, xs, metric, samples=samples, layer=layer)
+    predicted = with_aliases(predicted, aliases)
     _, points, drawn = plot_sweep(ax, measured, predicted, label=label, color=color, laws=laws)
     kept = measured["mean"].notna().to_numpy()
     common = dict(metric=metric, xs=tuple(measured["x"][kept]), layers=tuple(measured["layer"][kept]),
@@ -170,7 +198,9 @@ def sweep_panel(ax, settings, xs, metric: str, *, samples: int, label: str, laye
     for law, kind, line in drawn:
         at = predicted[(predicted["law"] == law) & (predicted["kind"] == kind)].sort_values("x")
         chosen = [i for i, x in enumerate(xs) if x in set(at["x"])]
+        read = dict(zip(at["x"], at["source_law"]))
         record.append(Source(line, metric, tuple(settings[i] for i in chosen), law=law, kind=kind,
                              xs=tuple(xs[i] for i in chosen),
-                             layers=tuple(settings[i].depth if layer is None else layer for i in chosen)))
+                             layers=tuple(settings[i].depth if layer is None else layer for i in chosen),
+                             point_laws=tuple(read[xs[i]] for i in chosen)))
     return measured, predicted

@@ -18,10 +18,11 @@ import os
 import numpy as np
 import pandas as pd
 
-from simulate.compare import COLUMNS, compare, describe_curve, describe_setting, run_monte_carlo
+from simulate.compare import (COLUMNS, Z_LIMIT, compare, describe_curve, describe_setting, run_monte_carlo,
+                              verdict_sentence)
 
 __all__ = ["MODES", "notebook_mode", "pick", "progress", "progress_as_output", "setup_display", "verdict_table",
-           "worst_layer", "knob_table", "at_layer", "law_at"]
+           "worst_layer", "knob_table", "at_layer", "law_at", "verdict_commentary"]
 
 MODES = ("quick", "default", "full")
 
@@ -133,7 +134,53 @@ def law_at(prediction: pd.DataFrame, law: str, metric: str, layer: int) -> float
     return float(rows["value"].iloc[0]) if len(rows) else float("nan")
 
 
-def knob_table(settings, xs, metric: str, layer, laws, *, samples: int):
+def verdict_commentary(table: pd.DataFrame) -> list[str]:
+    """Lines for a verify table (``simulate.verify``), by verdict, then lemma and kind of curve, each saying what
+    its verdict means there: a law that holds is within :data:`simulate.compare.Z_LIMIT` sem at every layer (its
+    largest last-layer ``|z|`` shown); a bound gives its tightness; a growth class or a claim (whose ``z`` is no
+    distance from a curve) one line per setting with its fit in words; every other verdict one line per setting.
+
+    >>> t = pd.DataFrame({"id": ["exact-moe", "p1-lemma-3.2"], "kind": ["exact", "growth"], "verdict": "holds",
+    ...                   "z": [1.5, 14.1], "setting": ["a", "b"], "metric": ["var_mlp", "var_growth"], "layer": 4,
+    ...                   "comment": ["", "exponent 1.2 [1.1, 1.3]: Theta(L) holds"]})
+    >>> print("\\n".join(line for line in verdict_commentary(t) if "theory's note" not in line))  # doctest: +ELLIPSIS
+    === holds: 2 rows, lemmas exact-moe, p1-lemma-3.2
+      exact-moe (derived here ...), exact curve, 1 settings: within 4 sem at every layer (last-layer |z| <= 1.50)
+      p1-lemma-3.2 (P1 Lemma 3.2), growth class, 1 settings, judged by the growth class of the measured curve (no |z| ...
+        [b] var_growth L=4: exponent 1.2 [1.1, 1.3]: Theta(L) holds
+    """
+    import theory
+
+    words = {"exact": "exact curve", "approx": "approximate curve", "upper": "upper bound", "lower": "lower bound",
+             "growth": "growth class", "claim": "claimed sign"}
+    lines, noted = [], set()
+    for verdict, group in table.groupby("verdict"):
+        lines.append(f"=== {verdict}: {len(group)} rows, lemmas {', '.join(sorted(group.id.unique()))}")
+        for (lemma_id, kind), rows in group.groupby(["id", "kind"], sort=False):
+            lemma = theory.LEMMAS.get(lemma_id)
+            head = f"  {lemma_id} ({lemma.source if lemma else ''}), {words.get(kind, kind)}, {len(rows)} settings"
+            if kind in ("growth", "claim"):  # a fit's verdict, not a distance from a curve: its own words
+                lines.append(f"{head}, judged by the {words[kind]} of the measured curve (no |z| from a curve):")
+                lines += [f"    [{r['setting']}] {r['metric']} L={r['layer']}: {r['comment']}"
+                          for r in rows.to_dict("records")]
+            elif verdict == "holds" and kind in ("exact", "approx"):
+                lines.append(f"{head}: within {Z_LIMIT:g} sem at every layer "
+                             f"(last-layer |z| <= {rows.z.abs().max():.2f})")
+            elif verdict == "holds as a bound":
+                lines.append(f"{head}: tightness {rows.tightness.min():.3g}..{rows.tightness.max():.3g} (1 = tight)")
+            elif verdict in ("not applicable at init", "no prediction"):
+                lines.append(f"{head}: {rows.comment.iloc[0]}")
+            else:
+                lines.append(f"{head}:")
+                lines += [f"    [{r['setting']}] {r['metric']} L={r['layer']}: {verdict_sentence(r)}"
+                          for r in rows.to_dict("records")]
+            if lemma is not None and lemma.notes and lemma_id not in noted:
+                noted.add(lemma_id)
+                lines.append(f"      theory's note: {lemma.notes}")
+    return lines
+
+
+def knob_table(settings, xs, metric: str, layer, laws, *, samples: int, aliases=None):
     """Measured and predicted ``metric`` at ``layer`` for settings that differ in one knob, and their verdicts.
 
     Parameters
@@ -144,6 +191,8 @@ def knob_table(settings, xs, metric: str, layer, laws, *, samples: int):
         The layer read off (None: each setting's last; a blow-up before it: the last measured).
     laws : sequence of str
         Law ids of ``theory.predict`` to put beside the measurement (one column each).
+    aliases : dict, optional
+        Laws that go by another id at some settings (:func:`paper_figs.measure.with_aliases`).
 
     Returns
     -------
@@ -151,12 +200,12 @@ def knob_table(settings, xs, metric: str, layer, laws, *, samples: int):
         Columns ``x, measured, mc_sem, blow-up layer`` and one per law; the
         :func:`simulate.compare.compare` rows of each law at that layer.
     """
-    from paper_figs.measure import predict
+    from paper_figs.measure import predict, with_aliases
 
     rows, verdicts = [], []
     for setting, x in zip(settings, xs):
         table, blowup = run_monte_carlo(setting, samples=samples, metrics=(metric,))
-        prediction = predict(setting)
+        prediction = with_aliases(predict(setting), aliases, x="layer")
         at = min(layer or setting.depth, int(table["layer"].max()))
         row = {"x": x, "measured": at_layer(table, metric, at, "mean"), "mc_sem": at_layer(table, metric, at, "sem"),
                "blow-up layer": blowup}

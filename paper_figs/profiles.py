@@ -18,7 +18,7 @@ from matplotlib.ticker import NullFormatter
 
 from paper_figs.legends import direct_labels, figure_legend, style_handles
 from paper_figs.measure import monte_carlo, profile_panel
-from paper_figs.style import log_limits_from_lines, new_figure, place_legend, sources
+from paper_figs.style import log_bands, log_limits_from_lines, new_figure, place_blowup_notes, place_legend, sources
 
 __all__ = ["Panel", "derived_here", "profile_figure"]
 
@@ -80,7 +80,7 @@ def profile_figure(panels, *, samples: int, metrics=None, laws=derived_here, ref
     nrows = math.ceil(len(panels) / ncols)
     fig, axes = new_figure(ncols=ncols, nrows=nrows, width=panel_size[0], height=panel_size[1], sharex=True,
                            sharey=sharey)
-    ends = {}
+    ends, cut = {}, 0
     for index, (ax, panel) in enumerate(zip(axes.flat, panels)):
         if reference is not None:
             _reference_line(ax, reference[1], panel.metric, samples=samples, metrics=metrics, label=reference[0])
@@ -89,10 +89,12 @@ def profile_figure(panels, *, samples: int, metrics=None, laws=derived_here, ref
         ax.set_xscale("log" if log_x else "linear")
         if log_x:  # a short depth range would label every minor tick (2x10^0, 3x10^0, ...) and crowd them
             ax.xaxis.set_minor_formatter(NullFormatter())
-        if panel.log_y and all((np.asarray(line.get_ydata(), float) > 0).all() for line in ax.get_lines()
+        if panel.log_y and all(_positive(line.get_ydata()) for line in ax.get_lines()
                                if line.get_transform() == ax.transData):
             ax.set_yscale("log")
+            cut += log_bands(ax)
             log_limits_from_lines(ax, shared=axes.flat[:index] if sharey else ())  # the panels drawn so far
+        place_blowup_notes(ax)  # the scale is final: each note on the side of its line with room
         ax.set_title(panel.title)
         if not sharey or index % ncols == 0:
             ax.set_ylabel(panel.ylabel or panel.metric)
@@ -104,13 +106,20 @@ def profile_figure(panels, *, samples: int, metrics=None, laws=derived_here, ref
         ax.set_visible(False)
     kinds = {source.kind for source in sources(fig) if source.law is not None}
     blowups = any(text.get_gid() == "blowup" for ax in axes.flat for text in ax.texts)
-    figure_legend(fig, style_handles(kinds, blowup=blowups, reference=reference[0] if reference else None))
+    figure_legend(fig, style_handles(kinds, blowup=blowups, reference=reference[0] if reference else None,
+                                     band_cut=cut > 0))
     if suptitle:
         fig.suptitle(suptitle)
     if labels == "direct":  # last: the spacing of the labels needs the final axes heights
         for ax, items in ends.items():
             direct_labels(ax, [item for item in items if item is not None])
     return fig
+
+
+def _positive(values) -> bool:
+    """Whether every drawn (finite) value is above 0: a line a log axis can show (NaN: a gap, not drawn)."""
+    values = np.asarray(values, float)
+    return bool((values[np.isfinite(values)] > 0).all())
 
 
 def _draw_series(ax, setting, metric, label, color, *, samples, metrics, laws):

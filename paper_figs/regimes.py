@@ -15,8 +15,9 @@ import sympy as sp
 
 from theory.setting import Setting
 
+from paper_figs.legends import figure_legend, series_handles, style_handles
 from paper_figs.measure import mc_sizes, profile_panel
-from paper_figs.style import LAW_LINESTYLE, new_figure, place_legend, save_figure
+from paper_figs.style import LAW_LINESTYLE, new_figure, save_figure, sources
 
 __all__ = ["bridge_growth_exponent", "exponent_panel", "regime_cases", "regime_map", "WEIGHT_DECAY_CASES",
            "weight_decay_figure", "weight_decay"]
@@ -80,17 +81,20 @@ def regime_map(out_dir, quick: bool = False):
     """Left: growth exponent over (a, b); right: the regimes measured against theory."""
     size = mc_sizes(quick)
     depth_map = 1000 if quick else 10000
-    fig, axes = new_figure(ncols=2, width=4.8, height=3.3)
+    fig, axes = new_figure(ncols=2, width=4.6, height=3.3)
     exponent_panel(axes[0][0], depth_map, np.logspace(-2, 1, 31 if quick else 121))
     ax = axes[0][1]
-    for label, setting in regime_cases(size.width, size.tokens, size.depth).items():
-        profile_panel(ax, setting, "var", samples=size.samples, label=label)
+    cases = regime_cases(size.width, size.tokens, size.depth)
+    for k, (label, setting) in enumerate(cases.items()):
+        profile_panel(ax, setting, "var", samples=size.samples, label=label, color=f"C{k}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("layer l")
     ax.set_ylabel("stream variance sigma_l^2")
-    ax.set_title(f"linear block, d={size.width}, T={size.tokens}: MC vs theory")
-    place_legend(ax)
+    ax.set_title(f"linear block, d={size.width}, T={size.tokens}, L={size.depth}: MC vs theory")
+    kinds = {source.kind for source in sources(fig) if source.law is not None}
+    figure_legend(fig, series_handles([(label, f"C{k}") for k, label in enumerate(cases)]) + style_handles(kinds),
+                  ncol=4)
     return save_figure(fig, out_dir, f"regime_map_L{depth_map}_d{size.width}")
 
 
@@ -118,14 +122,14 @@ def weight_decay_figure(cases=WEIGHT_DECAY_CASES, *, steps: int, groups: int):
     import theory
 
     fig, axes = new_figure(width=6.8, height=3.4)
-    ax, runs = axes[0][0], []
+    ax, runs, labels = axes[0][0], [], []
     for lr, lam, noise in cases:
         setting = Setting(lr=lr, weight_decay=lam, grad_noise_std=noise)
         table = simulate.weight_decay_process(setting, samples=groups, seed=0, steps=steps)
         table = table[table["metric"] == "var"].sort_values("layer")
         label = f"eta={lr:g}, lambda={lam:g}, sigma_G={noise:g}"
-        (line,) = ax.plot(table["layer"], table["mean"], linewidth=0.8,
-                          label=f"{label} (MC, {groups}x{setting.width} chains)")
+        (line,) = ax.plot(table["layer"], table["mean"], linewidth=0.8, label=f"{label} (MC)")
+        labels.append((label, line.get_color()))
         ax.fill_between(table["layer"], table["ci_low"], table["ci_high"], color=line.get_color(), alpha=0.25)
         args = dict(steps=int(table["layer"].max()), lr=lr, weight_decay=lam, grad_noise_std=noise,
                     init_var=setting.resolved_init_std**2)
@@ -141,7 +145,9 @@ def weight_decay_figure(cases=WEIGHT_DECAY_CASES, *, steps: int, groups: int):
     ax.set_xlabel("training step t")
     ax.set_ylabel("Var(u_t) of one weight")
     ax.set_title("decoupled weight decay u_{t+1} = (1 - eta lambda) u_t - eta g_t")
-    place_legend(ax)
+    styles = style_handles(("exact", "upper"))
+    styles[0] = (styles[0][0], f"Monte Carlo mean over {groups}x{Setting().width} chains, 95 % band")
+    figure_legend(fig, series_handles(labels) + styles, ncol=3)
     return fig, runs
 
 

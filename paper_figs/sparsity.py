@@ -13,7 +13,11 @@ from theory.setting import Setting
 from paper_figs.measure import mc_sizes, sweep_panel
 from paper_figs.style import new_figure, place_legend, save_figure
 
-__all__ = ["sweep_figure", "masked_linear", "moe_topk", "gqa_groups", "sequence_length"]
+__all__ = ["GQA_LAWS", "sweep_figure", "masked_linear", "moe_topk", "gqa_groups", "sequence_length"]
+
+# The GQA laws and the ids theory.predict gives them at G = 1 (no key-value head shared): there the group law is
+# plain attention's and P2's GQA statement reduces to its Theorem 4 (paper_figs.measure.with_aliases).
+GQA_LAWS = {"exact-gqa-init": "exact-causal-attention", "p2-gqa": "p2-thm-4"}
 
 
 def _base(quick: bool, **kw) -> Setting:
@@ -22,11 +26,12 @@ def _base(quick: bool, **kw) -> Setting:
 
 
 def sweep_figure(xs, series: dict, metric: str, *, samples: int, layer=None, laws=None, xlabel: str, ylabel: str,
-                 title: str, log2_x: bool = True):
+                 title: str, log2_x: bool = True, aliases=None):
     """One panel: ``metric`` against a knob ``xs`` for each ``series`` (label -> settings, one per x).
 
     MC points with 95 % error bars over theory lines (:func:`paper_figs.measure.sweep_panel`),
     read off at ``layer`` (default each setting's last), log y, the legend right of the axes.
+    ``aliases``: laws that go by another id at some knob values (e.g. :data:`GQA_LAWS`).
 
     Returns
     -------
@@ -35,7 +40,7 @@ def sweep_figure(xs, series: dict, metric: str, *, samples: int, layer=None, law
     fig, axes = new_figure(width=6.2, height=3.2)
     ax = axes[0][0]
     for label, settings in series.items():
-        sweep_panel(ax, settings, xs, metric, samples=samples, layer=layer, label=label, laws=laws)
+        sweep_panel(ax, settings, xs, metric, samples=samples, layer=layer, label=label, laws=laws, aliases=aliases)
     if log2_x:
         ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -86,7 +91,9 @@ def gqa_groups(out_dir, quick: bool = False):
                                  for g in groups]
               for depth in (1, size.depth)}
     return _sweep_figure(out_dir, f"gqa_vs_group_H{heads}_d{size.width}", quick, groups, series, "var_attn",
-                         xlabel="group size G = heads / kv_heads", ylabel="attention output variance at that block",
+                         laws=list(GQA_LAWS), aliases=GQA_LAWS,
+                         xlabel="group size G = heads / kv_heads (at G = 1 the laws are plain attention's)",
+                         ylabel="attention output variance at that block",
                          title=f"pre-norm causal attention, H={heads}, d={size.width}, T={size.tokens}, s=1/sqrt(d)")
 
 

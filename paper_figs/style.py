@@ -41,6 +41,9 @@ __all__ = [
     "LEGEND_FONTSIZE",
     "LAW_LINESTYLE",
     "LAW_MARKERS",
+    "THEORY_ZORDER",
+    "MARKED_POINTS",
+    "MC_MARKER",
     "KIND_WORDS",
     "METRIC_LABELS",
     "place_legend",
@@ -51,8 +54,10 @@ __all__ = [
     "Source",
     "sources",
     "plot_mc_band",
+    "log_bands",
     "plot_theory",
     "annotate_blowup",
+    "place_blowup_notes",
     "plot_sweep",
 ]
 
@@ -70,6 +75,9 @@ METRIC_LABELS = {"var": r"$\sigma_\ell^2$", "jac_dev": r"$\|J_\ell - I\|_F/\sqrt
                  "usefulness_log": r"$\log(\mathcal{L}_\mathrm{lin}/\mathcal{L})$"}
 # Markers that tell apart several laws of one kind in a sweep plot.
 LAW_MARKERS = ("", "x", "+", "^", "v", "s")
+THEORY_ZORDER = 3  # theory lines above the Monte-Carlo markers (zorder 2): a matching law stays visible
+MARKED_POINTS = 40  # a Monte-Carlo line of more points is marked at spaced points only
+MC_MARKER = {"marker": "o", "markersize": 3.0, "markerfacecolor": "white", "markeredgewidth": 0.8}  # open circles
 
 matplotlib.rcParams.update({
     "figure.dpi": 100,
@@ -104,21 +112,24 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 3.4, height: fl
     return fig, fig.subplots(nrows, ncols, squeeze=False, **subplot_kw)
 
 
-def figure_png(fig) -> bytes:
-    """``fig`` rendered as PNG bytes at its own dpi, cropped to what it draws (as a notebook shows a figure).
+def figure_png(fig, scale: float = 1.0) -> bytes:
+    """``fig`` rendered as PNG bytes at ``scale`` times its own dpi, cropped to what it draws (as a notebook shows a
+    figure); shown at ``1/scale`` of its pixel width, a scale of 2 is sharp on a high-density screen.
 
     >>> fig, axes = new_figure()
     >>> figure_png(fig)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
     True
     """
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=fig.dpi, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=fig.dpi * scale, bbox_inches="tight")
     return buffer.getvalue()
 
 
-def place_legend(ax, fontsize: float = LEGEND_FONTSIZE, *, handles=None, ncol: int = 1, title=None) -> None:
-    """The legend outside the axes, on the right, so it never hides data."""
-    kwargs = {} if handles is None else {"handles": handles}
+def place_legend(ax, fontsize: float = LEGEND_FONTSIZE, *, handles=None, labels=None, ncol: int = 1,
+                 title=None) -> None:
+    """The legend outside the axes, on the right, so it never hides data (``handles`` and ``labels``: its entries,
+    by default the axes' labelled artists)."""
+    kwargs = {k: v for k, v in (("handles", handles), ("labels", labels)) if v is not None}
     ax.legend(**kwargs, fontsize=max(fontsize, LEGEND_FONTSIZE), loc="upper left", bbox_to_anchor=(1.02, 1.0),
               borderaxespad=0.0, ncol=ncol, title=title, title_fontsize=max(fontsize, LEGEND_FONTSIZE))
 
@@ -169,7 +180,9 @@ class Source:
 
     ``settings`` holds one Setting for a per-layer profile (x = layer) or one per point of a
     sweep (x = ``xs``, each read off at ``layers``). ``law`` is None for the Monte-Carlo mean
-    (measured with ``run_monte_carlo(setting, **mc)``), else the theory law drawn (``kind``).
+    (measured with ``run_monte_carlo(setting, **mc)``), else the theory law drawn (``kind``);
+    ``point_laws``, where a sweep's law goes by another id at some points
+    (:func:`paper_figs.measure.with_aliases`), the id ``theory.predict`` gives each point.
     """
 
     artist: object
@@ -180,9 +193,11 @@ class Source:
     mc: dict | None = None
     xs: tuple | None = None
     layers: tuple | None = None
+    point_laws: tuple | None = None
 
 
 _SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_BANDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # axes -> [[band, x, low, high], ...]
 
 
 def sources(fig) -> list[Source]:
@@ -192,6 +207,12 @@ def sources(fig) -> list[Source]:
 
 def plot_mc_band(ax, table: pd.DataFrame, metric: str, *, label: str, color=None, x: str = "layer"):
     """Monte-Carlo mean as markers+line with its 95 % confidence band.
+
+    The markers are open (:data:`MC_MARKER`) and theory lines (:func:`plot_theory`) are drawn above them,
+    so a law that matches the measurement is seen as a line through the circles; past
+    :data:`MARKED_POINTS` points the markers are spaced along the drawn line (``markevery``), so a
+    deep profile shows its line and not a ribbon of markers. On a log axis call :func:`log_bands`
+    once the scale is set.
 
     Parameters
     ----------
@@ -205,11 +226,41 @@ def plot_mc_band(ax, table: pd.DataFrame, metric: str, *, label: str, color=None
     rows = table[table["metric"] == metric].sort_values(x)
     if rows.empty:
         return None
-    (line,) = ax.plot(rows[x], rows["mean"], marker="o", markersize=2.5, linewidth=0.8, color=color,
+    (line,) = ax.plot(rows[x], rows["mean"], linewidth=0.7, color=color, zorder=2, **MC_MARKER,
+                      markevery=None if len(rows) <= MARKED_POINTS else 0.03,
                       label=f"{label} (MC, n={int(rows['n'].iloc[0])})")
-    ax.fill_between(rows[x].to_numpy(float), rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float),
-                    color=line.get_color(), alpha=0.25, linewidth=0)
+    band = [rows[c].to_numpy(float) for c in (x, "ci_low", "ci_high")]  # (3, points)
+    _BANDS.setdefault(ax, []).append([ax.fill_between(*band, color=line.get_color(), alpha=0.25, linewidth=0),
+                                      *band])
     return line
+
+
+def log_bands(ax) -> int:
+    """On a log y axis, draw each Monte-Carlo band of ``ax`` (:func:`plot_mc_band`) only where its lower end is
+    above 0; returns how many points were left without a band.
+
+    A 95 % band ``mean +- 1.96 sem`` reaches 0 where the samples spread over orders of magnitude (near a
+    blow-up); on a log axis such a point would draw a spike down to the axis. The band stops there
+    instead, and the figure says so (:func:`paper_figs.legends.style_handles`, ``band_cut``).
+
+    >>> fig, axes = new_figure()
+    >>> table = pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "mean": [1.0, 2.0, 3.0], "n": 4,
+    ...                       "ci_low": [0.5, -1.0, 2.0], "ci_high": [1.5, 5.0, 4.0]})
+    >>> _ = plot_mc_band(axes[0][0], table, "var", label="x")
+    >>> axes[0][0].set_yscale("log"); log_bands(axes[0][0])
+    1
+    """
+    cut = 0
+    for entry in _BANDS.get(ax, []):
+        band, x, low, high = entry
+        keep = low > 0
+        if keep.all() or band not in ax.collections:
+            continue
+        cut += int((~keep).sum())
+        colour = band.get_facecolor()[0]
+        band.remove()
+        entry[0] = ax.fill_between(x, np.where(keep, low, np.nan), high, where=keep, color=colour, linewidth=0)
+    return cut
 
 
 def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=None, label_prefix: str = "",
@@ -253,7 +304,7 @@ def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=N
         if np.count_nonzero(~np.isnan(values)) < 2:
             continue  # one point (e.g. the input layer alone) draws no line
         (line,) = ax.plot(curve[x].to_numpy(float), values, linestyle=LAW_LINESTYLE.get(kind, "-"), color=color,
-                          linewidth=1.2, label=f"{label_prefix}{law} ({kind})")
+                          linewidth=1.2, zorder=THEORY_ZORDER, label=f"{label_prefix}{law} ({kind})")
         drawn.append((law, kind, line))
     return drawn
 
@@ -262,22 +313,33 @@ def annotate_blowup(ax, layer: int | None, *, color="crimson", label: str = "") 
     """Mark the layer where the simulator hit inf/nan (nothing when ``layer`` is None).
 
     A dashed vertical line at the layer and a short boxed note near the top of the axes; each
-    further note on the same axes goes one row lower, so notes never overlap.
+    further note on the same axes goes one row lower, so notes never overlap. The note sits on the
+    side of the line with more room (:func:`place_blowup_notes`; call it again once the axes' scale
+    and limits are final).
     """
     if layer is None:
         return
     ax.axvline(layer, color=color, linestyle="--", linewidth=0.8)
     row = sum(1 for text in ax.texts if text.get_gid() == "blowup")
-    low, high = ax.get_xlim()
-    scale = ax.get_xscale()
-    where = ((math.log(max(layer, 1e-9)) - math.log(low)) / (math.log(high) - math.log(low))
-             if scale == "log" and low > 0 else (layer - low) / ((high - low) or 1.0))
-    text = ax.annotate(f"{label}numerical blow-up at layer {layer}", xy=(layer, 0.96 - 0.09 * row),
+    words = f"{label.rstrip(': ')}:\nnumerical blow-up at layer {layer}" if label else \
+        f"numerical blow-up at layer {layer}"
+    text = ax.annotate(words, xy=(layer, 0.96 - 0.13 * row),
                        xycoords=("data", "axes fraction"), fontsize=MIN_FONTSIZE, color=color, va="top",
-                       ha="right" if where > 0.5 else "left", xytext=(-3 if where > 0.5 else 3, 0),
-                       textcoords="offset points", bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none",
-                                                             alpha=0.85))
+                       xytext=(3, 0), textcoords="offset points",
+                       bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85))
     text.set_gid("blowup")
+    place_blowup_notes(ax)
+
+
+def place_blowup_notes(ax) -> None:
+    """Put each blow-up note of ``ax`` on the side of its line with more room, inside the axes as they are now."""
+    low, high = ax.get_xlim()
+    for text in [t for t in ax.texts if t.get_gid() == "blowup"]:
+        layer = text.xy[0]
+        where = ((math.log(max(layer, 1e-9)) - math.log(low)) / (math.log(high) - math.log(low))
+                 if ax.get_xscale() == "log" and low > 0 else (layer - low) / ((high - low) or 1.0))
+        text.set_horizontalalignment("right" if where > 0.5 else "left")
+        text.xyann = (-3 if where > 0.5 else 3, 0)
 
 
 def plot_sweep(ax, measured: pd.DataFrame, predicted: pd.DataFrame, *, label: str, color=None, laws=None):

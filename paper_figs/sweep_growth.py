@@ -9,6 +9,7 @@ depth (linear growth of the variance at random init, P1), LayerNorm Scaling's st
 (its ``1/sqrt(l)`` branch scale, P1) and DeepNorm, which normalises after the residual
 sum, keeps the variance at 1 (exponent 0). The sweep lives in the simulator's cache directory
 (``$DEPTH_WORKBENCH_CACHE/sweeps/``) and is resumed, not redone, on a second build.
+:func:`summary_figure` draws any such sweep's summary (notebook 07 draws its example sweep with it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from paper_figs.measure import llama_like, mc_sizes
 from paper_figs.style import new_figure, place_legend, save_figure
 
-__all__ = ["SCHEMES", "sweep_spec", "run_growth_sweep", "sweep_growth"]
+__all__ = ["SCHEMES", "sweep_spec", "run_growth_sweep", "summary_figure", "sweep_growth"]
 
 SCHEMES = ("pre", "lns", "deepnorm")
 
@@ -44,23 +45,42 @@ def run_growth_sweep(quick: bool):
     return read_summary(out)
 
 
-def sweep_growth(out_dir, quick: bool = False):
-    """Growth exponent of var and final var against depth per scheme, from a sweep's summary."""
+def summary_figure(summary, spec: dict):
+    """A ``run`` sweep's summary against depth, a line per scheme: left the growth exponent of ``var`` over the
+    last half of the layers, right ``var`` at the last layer; points are means over the seeds, bars their 95 %
+    interval (+-1.96 sem over seeds). ``spec``: the sweep's spec as parsed TOML (its title says the sizes).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     from simulate.sweep.plot import plot_summary
 
-    summary = run_growth_sweep(quick)
+    fig, axes = new_figure(ncols=2, width=3.3, height=2.7)
+    left, right = axes[0]
+    plot_summary(left, summary, "growth_exponent", x="depth", by="scheme")
+    left.axhline(1.0, color="grey", lw=0.8, ls=":")
+    left.set_ylabel("growth exponent p of var (var ~ L^p,\nlog-log slope over layers L/2..L)")
+    left.set_title("how fast the variance grows at depth L", fontsize=8)
+    plot_summary(right, summary, "final_var", x="depth", by="scheme", logy=True)
+    right.set_ylabel("stream variance at layer L")
+    right.set_title("the variance at the last layer", fontsize=8)
+    for ax in (left, right):
+        ax.set_xlabel("depth L (blocks)")
+    handles, labels = right.get_legend_handles_labels()
+    place_legend(right, handles=handles, labels=[label.removeprefix("scheme=") for label in labels], title="scheme")
+    setting, options = spec.get("setting", {}), spec.get("options", {})
+    alpha = setting["width"] * setting["init_std"] ** 2 if "init_std" in setting and "width" in setting else None
+    sizes = ", ".join([f"{setting.get('preset', 'default')} d={setting.get('width', '?')}",
+                       f"T={setting.get('tokens', '?')}"] + ([f"alpha=d s^2={alpha:.3f}"] if alpha else [])
+                      + [f"S={options.get('samples', '?')} samples", f"{spec.get('seeds', 1)} seeds"])
+    fig.suptitle(f"sweep {spec.get('name', '')}: {sizes}\npoints: mean over seeds; bars: 95 % interval "
+                 "(+-1.96 standard errors over seeds)", fontsize=8)
+    return fig
+
+
+def sweep_growth(out_dir, quick: bool = False):
+    """Growth exponent of var and final var against depth per scheme, from a sweep's summary."""
     spec = sweep_spec(quick)
-    fig, axes = new_figure(ncols=2, width=3.2, height=2.6)
-    plot_summary(axes[0][0], summary, "growth_exponent", x="depth", by="scheme")
-    axes[0][0].axhline(1.0, color="grey", lw=0.8, ls=":")
-    axes[0][0].set_ylabel("growth exponent of var at depth L\n(log-log slope, layers L/2..L)")
-    plot_summary(axes[0][1], summary, "final_var", x="depth", by="scheme", logy=True)
-    axes[0][1].set_ylabel("final var (layer L)")
-    for ax in axes[0]:
-        ax.set_xlabel("depth L")
-    place_legend(axes[0][1])
-    setting = spec["setting"]
-    fig.suptitle(f"sweep: llama d={setting['width']}, T={setting['tokens']}, alpha=d s^2="
-                 f"{setting['width'] * setting['init_std'] ** 2:.3f}, S={spec['options']['samples']}, "
-                 f"{spec['seeds']} seeds (mean, 95% over seeds)", fontsize=7)
-    return save_figure(fig, out_dir, f"sweep_growth_d{setting['width']}")
+    fig = summary_figure(run_growth_sweep(quick), spec)
+    return save_figure(fig, out_dir, f"sweep_growth_d{spec['setting']['width']}")

@@ -15,10 +15,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paper_figs import trained_runs as tr
-from paper_figs.style import new_figure, place_legend, plot_theory, save_figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-__all__ = ["trained_variance", "trained_pruning", "trained_angular", "trained_bridge"]
+from paper_figs import trained_runs as tr
+from paper_figs.legends import figure_legend, step_colours
+from paper_figs.style import LAW_LINESTYLE, new_figure, place_legend, plot_theory, save_figure
+
+__all__ = ["variance_figure", "trained_variance", "trained_pruning", "trained_angular", "trained_bridge"]
 
 _SCHEMES = ("pre", "lns")
 _LABEL = {"pre": "Pre-LN", "lns": "LNS"}
@@ -26,42 +30,64 @@ _INIT_LAW = {"pre": "exact-preln-init", "lns": "exact-lns-init"}
 
 
 def _var_band(paths, step: int):
-    """Per layer: mean over seeds of ``var`` at ``step`` and its band (``layer, mean, low, high``)."""
-    import pandas as pd
-
+    """Per layer: the geometric mean over seeds of ``var`` at ``step`` and its band, the 95 % t interval of
+    ``log var`` (``layer, mean, low, high``): a variance spread over orders of magnitude gets a band a log axis
+    can draw, never one below 0."""
     tables = []
     for path in paths:
         layers = tr.train_layers(path)
         rows = layers[(layers["metric"] == "var") & (layers["step"] == step)]
-        tables.append(pd.DataFrame({"layer": rows["layer"], "score": "var", "value": rows["mean"]}))
-    return tr.seed_band(tables, "var")
+        tables.append(pd.DataFrame({"layer": rows["layer"], "score": "var", "value": np.log(rows["mean"])}))
+    band = tr.seed_band(tables, "var")
+    return band.assign(**{c: np.exp(band[c]) for c in ("mean", "low", "high")})
 
 
-def trained_variance(out_dir, quick: bool = False):
-    """Variance per layer at several training steps, Pre-LN and LNS (P1's variance figure), init theory beside."""
+def variance_figure(groups: dict):
+    """The stream variance per layer at every logged step (a colour per step, one colorbar), mean over seeds with
+    its 95 % t band, and the random-init law (:func:`theory.predict`) beside the step-0 profile.
+
+    Parameters
+    ----------
+    groups : dict
+        ``{scheme: [run directory per seed]}`` of ``pre`` and ``lns`` runs (:func:`paper_figs.trained_runs.runs`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     import theory
+    from simulate.training.run_directory import RunDirectory
 
-    groups = tr.runs(quick, _SCHEMES)
-    fig, axes = new_figure(ncols=2, width=3.4, height=2.8)
+    fig, axes = new_figure(ncols=2, width=3.3, height=2.8)
+    steps = sorted({int(s) for paths in groups.values() for s in tr.train_layers(paths[0])["step"].unique()})
+    colours = step_colours(fig, axes.ravel().tolist(), steps)
+    seeds = set()
     for ax, scheme in zip(axes[0], _SCHEMES):
         paths = groups[scheme]
-        steps = sorted(tr.train_layers(paths[0])["step"].unique())
-        colors = [f"C{i % 10}" for i in range(len(steps))]
-        for step, color in zip(steps, colors):
+        seeds.add(len(paths))
+        for step in sorted(tr.train_layers(paths[0])["step"].unique()):
             band = _var_band(paths, int(step))
-            ax.plot(band["layer"], band["mean"], marker="o", markersize=2.5, lw=1, color=color, label=f"step {step}")
-            ax.fill_between(band["layer"], band["low"], band["high"], color=color, alpha=0.2, lw=0)
-        from simulate.training.run_directory import RunDirectory
-
+            ax.plot(band["layer"], band["mean"], marker="o", markersize=2.5, lw=1, color=colours[int(step)],
+                    label=f"step {step}")
+            ax.fill_between(band["layer"], band["low"], band["high"], color=colours[int(step)], alpha=0.2, lw=0)
         setting = RunDirectory(paths[0]).setting
         plot_theory(ax, theory.predict(setting), "var", color="k", laws=[_INIT_LAW[scheme]],
                     label_prefix="init theory: ")
         ax.set_yscale("log")
         ax.set_xlabel("layer l (0 = embedding)")
-        ax.set_ylabel("var of the residual stream")
+        ax.set_ylabel("variance of the residual stream")
         ax.set_title(f"{_LABEL[scheme]}, d={setting.width}, L={setting.depth}, {len(paths)} seed(s)")
-        place_legend(ax)
-    return save_figure(fig, out_dir, "trained_variance")
+    band = "geometric mean over seeds, 95 % t band of log var" if min(seeds) > 1 else "one seed (no band over seeds)"
+    figure_legend(fig, [((Line2D([], [], color="0.4", marker="o", markersize=2.5, lw=1),
+                          Patch(color="0.4", alpha=0.2, lw=0)), f"measured at one logged step: {band}"),
+                         (Line2D([], [], color="k", linestyle=LAW_LINESTYLE["exact"]),
+                          "random-init law (exact-preln-init / exact-lns-init): step 0's theory")])
+    return fig
+
+
+def trained_variance(out_dir, quick: bool = False):
+    """Variance per layer at several training steps, Pre-LN and LNS (P1's variance figure), init theory beside."""
+    return save_figure(variance_figure(tr.runs(quick, _SCHEMES)), out_dir, "trained_variance")
 
 
 def trained_pruning(out_dir, quick: bool = False):
@@ -108,14 +134,17 @@ def trained_angular(out_dir, quick: bool = False):
 def trained_bridge(out_dir, quick: bool = False):
     """Measured aligned strength a_l against sigma_l over training, with the regime boundary a = sigma/L."""
     groups = tr.runs(quick, ("pre", "lns"))
-    fig, axes = new_figure(ncols=2, width=3.4, height=2.8)
-    for ax, scheme in zip(axes[0], ("pre", "lns")):
-        bridge = pd.concat([pd.read_csv(f"{p}/bridge.csv") for p in groups[scheme]]).dropna(subset=["align_a"])
+    bridges = {scheme: pd.concat([pd.read_csv(f"{p}/bridge.csv") for p in groups[scheme]]).dropna(subset=["align_a"])
+               for scheme in ("pre", "lns")}
+    fig, axes = new_figure(ncols=2, width=3.3, height=2.8)
+    colours = step_colours(fig, axes.ravel().tolist(), {s for b in bridges.values() for s in b["step"].unique()})
+    depths = set()
+    for ax, (scheme, bridge) in zip(axes[0], bridges.items()):
         depth = int(bridge["layer"].max())
-        steps = sorted(bridge["step"].unique())
-        for i, step in enumerate(steps):
+        depths.add(depth)
+        for step in sorted(bridge["step"].unique()):
             rows = bridge[bridge["step"] == step]
-            ax.scatter(rows["sigma_in"], rows["align_a"], s=8, color=f"C{i % 10}", label=f"step {step}")
+            ax.scatter(rows["sigma_in"], rows["align_a"], s=8, color=colours[int(step)], label=f"step {step}")
         sigma = np.geomspace(max(bridge["sigma_in"].min(), 1e-6), bridge["sigma_in"].max(), 50)
         ax.plot(sigma, sigma / depth, "k--", lw=1, label=f"boundary a = sigma/L (L={depth})")
         ax.axhline(0.0, color="grey", lw=0.6)
@@ -123,6 +152,8 @@ def trained_bridge(out_dir, quick: bool = False):
         ax.set_yscale("symlog", linthresh=1e-3)
         ax.set_xlabel("sigma_{l-1} (rms of the stream into block l)")
         ax.set_ylabel("a_l (aligned strength)")
-        ax.set_title(f"{'Pre-LN' if scheme == 'pre' else 'LNS'}: every block, every logged step", fontsize=8)
-        place_legend(ax)
+        ax.set_title(f"{_LABEL[scheme]}: every block, every logged step", fontsize=8)
+    figure_legend(fig, [(Line2D([], [], color="k", linestyle="--", lw=1),
+                         f"boundary a = sigma/L (L={'/'.join(map(str, sorted(depths)))}): above it the aligned part "
+                         "alone grows the stream e-fold over the stack")])
     return save_figure(fig, out_dir, "trained_bridge")

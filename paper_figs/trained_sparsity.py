@@ -35,6 +35,8 @@ __all__ = ["KNOBS", "SCORE_LABELS", "RELATIVE_NOISE_FLOOR", "block_means", "poin
 
 KNOBS = {"weight_decay": "weight decay 0.1 -> 1", "tokens": "sequence length x2", "gqa": "GQA, G = heads",
          "moe": "MoE, top-1 of 4"}
+# Each sparse run as its tick names it (the Pre-LN reference with that one knob changed).
+_SHORT = {"weight_decay": "wd 1", "tokens": "2x tokens", "gqa": "GQA", "moe": "MoE top-1"}
 SCORE_LABELS = {"usefulness": f"block mean {METRIC_LABELS['usefulness_log']}", "causal": "block mean causal score"}
 RELATIVE_NOISE_FLOOR = 1e-3  # half-width of a band when a point has neither seeds nor a standard error
 
@@ -131,7 +133,7 @@ def sparsity_figure(reference: list[dict], sparse: dict[str, list[dict]]):
             points = [([v[score] for v in runs], [v[f"{score}_sem"] for v in runs])
                       for runs in (reference, sparse[knob])]  # [(seed values, seed sems)] per point
             kinds |= _panel(ax, points, ("C0", "C1"))
-            ax.set_xticks([0, 1], ["Pre-LN", knob], fontsize=7)
+            ax.set_xticks([0, 1], ["Pre-LN", _SHORT[knob]], fontsize=7)
             ax.set_xlim(-0.5, 1.5)
             ax.set_ylabel(ylabel, fontsize=7)
             if row == 0:

@@ -1,10 +1,12 @@
 """The accuracy map at a glance: where each law is exact, a good approximation, or fails.
 
-Left: one row per curve (law : metric), one column per block; the colour is the share of that
+Top: one row per curve (law : metric), one column per block; the colour is the share of that
 block's resolved cells (schemes x widths x lengths x causality; grey: none resolved) where the curve
-is within noise or within 1 % (a law) or holds (a bound), with ``resolved/cells`` under it. Right: the ``var`` law of every cell,
-one row per scheme, one column per block and variation from the star's centre, coloured by its
-class (:data:`simulate.accuracy.measure.ACCURACY_CLASSES`).
+is within noise or within 1 % (a law) or holds (a bound), with ``resolved/cells`` under it. Below: the
+``var`` law of every cell, one row per scheme, one column per block and variation from the star's
+centre, coloured by its class (:data:`simulate.accuracy.measure.ACCURACY_CLASSES`, keyed below it).
+The two maps are stacked so the figure is at most :data:`FIGURE_WIDTH_IN` wide: a notebook shows it at
+its own size, every text at least 7 pt.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import pandas as pd
 from simulate.accuracy.measure import ACCURACY_CLASSES
 from theory.files import atomic_write
 
-__all__ = ["CLASS_COLOURS", "good_share", "plot_map"]
+__all__ = ["CLASS_COLOURS", "FIGURE_WIDTH_IN", "good_share", "plot_map"]
+
+FIGURE_WIDTH_IN = 9.2  # as saved (tight), under the width a notebook shows at 100 % (953 px at 100 dpi)
+_FONT = 7.0
 
 CLASS_COLOURS = {"within noise": "#1a9850", "within 1 %": "#91cf60", "within 5 %": "#fee08b", "worse": "#d73027",
                  "unresolved": "#bdbdbd", "bound holds": "#4575b4", "bound crossed": "#762a83",
@@ -73,30 +78,33 @@ def plot_map(table: pd.DataFrame, path=None):
     codes = codes.reindex(index=schemes, columns=columns).map(
         lambda word: ACCURACY_CLASSES.index(word) if isinstance(word, str) else np.nan)
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8 + 0.28 * len(columns), 1.2 + 0.42 * max(len(curves), len(schemes))),
-                                      gridspec_kw={"width_ratios": [len(blocks) + 4, len(columns) + 2]})
-    left.set_facecolor(CLASS_COLOURS["unresolved"])  # no resolved cell: grey
-    image = left.imshow(grid.to_numpy(float), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    height_top, height_low = 0.33 * len(curves) + 1.3, 0.22 * len(schemes) + 1.9  # inches: rows, labels, key
+    fig, (top, low) = plt.subplots(2, 1, figsize=(FIGURE_WIDTH_IN, height_top + height_low + 0.5), layout="constrained",
+                                   gridspec_kw={"height_ratios": [height_top, height_low]})
+    top.set_facecolor(CLASS_COLOURS["unresolved"])  # no resolved cell: grey
+    top.grid(False)
+    image = top.imshow(grid.to_numpy(float), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
     for (i, j), words in np.ndenumerate(counts.to_numpy(object)):
         if isinstance(words, str):
             share_word = "-" if np.isnan(grid.iat[i, j]) else f"{grid.iat[i, j]:.0%}"
-            left.text(j, i, f"{share_word}\n{words}", ha="center", va="center", fontsize=6)
-    left.set_xticks(range(len(blocks)), blocks, rotation=45, ha="right")
-    left.set_yticks(range(len(curves)), curves, fontsize=7)
-    left.set_title("of the resolved cells (k/n), the share within noise or 1 % (laws), holding (bounds)",
-                   fontsize=8)
-    fig.colorbar(image, ax=left, fraction=0.04)
+            top.text(j, i, f"{share_word} ({words})", ha="center", va="center", fontsize=_FONT)
+    top.set_xticks(range(len(blocks)), blocks, fontsize=_FONT)
+    top.set_yticks(range(len(curves)), curves, fontsize=_FONT)
+    top.set_title("per curve and block: of the resolved cells (k/n), the share within noise or 1 % (laws) or "
+                  "holding (bounds)", fontsize=8)
+    fig.colorbar(image, ax=top, fraction=0.04, label="share of the resolved cells")
 
     cmap = ListedColormap([CLASS_COLOURS[word] for word in ACCURACY_CLASSES])
-    right.imshow(codes.to_numpy(float), cmap=cmap, vmin=-0.5, vmax=len(ACCURACY_CLASSES) - 0.5, aspect="auto")
-    right.set_xticks(range(len(columns)), columns, rotation=90, fontsize=6)
-    right.set_yticks(range(len(schemes)), schemes, fontsize=7)
-    right.set_title("the var law of every cell", fontsize=8)
-    right.legend(handles=[Patch(color=CLASS_COLOURS[w], label=w) for w in ACCURACY_CLASSES], fontsize=6,
-                 loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    low.grid(False)
+    low.imshow(codes.to_numpy(float), cmap=cmap, vmin=-0.5, vmax=len(ACCURACY_CLASSES) - 0.5, aspect="auto")
+    low.set_xticks(range(len(columns)), columns, rotation=90, fontsize=_FONT)
+    low.set_yticks(range(len(schemes)), schemes, fontsize=_FONT)
+    low.set_title("the var law of every cell: scheme x (block, variation from the centre cell)", fontsize=8)
+    fig.legend(handles=[Patch(facecolor=CLASS_COLOURS[w], edgecolor="0.6", linewidth=0.5, label=w)
+                        for w in ACCURACY_CLASSES], fontsize=_FONT, loc="outside lower center",
+               ncol=len(ACCURACY_CLASSES) // 2, frameon=False)
     depths = "/".join(str(d) for d in sorted(set(table["depth"])))
     fig.suptitle(f"Theory against Monte-Carlo at init, depth {depths} (docs/accuracy.md)", fontsize=9)
-    fig.tight_layout()
     if path is not None:
         atomic_write(path, lambda temp: fig.savefig(temp, format="png", dpi=130))
         plt.close(fig)

@@ -207,3 +207,73 @@ def test_overflowing_theory_draws_without_a_warning():
     assert not caught, [f"{w.category.__name__}: {w.message}" for w in caught]
     _assert_whole_plot(explorer.image.value)
     assert any(text.get_gid() == "blowup" for text in explorer.figure.axes[0].texts), "the blow-up is marked"
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_a_control_that_does_nothing_for_the_block_is_disabled_and_says_why(block):
+    """Issue 39: MoE top-k changed the title but not the run of a transformer; now it is disabled there."""
+    pytest.importorskip("ipywidgets")
+    from paper_figs.explorer import NEEDS, Explorer, applies
+    from theory.architecture import SUBLAYERS
+
+    explorer = Explorer(**TINY, block=block)
+    for name in ("group", "top_k"):
+        control, acts = explorer.controls[name], NEEDS[name] in SUBLAYERS[block]
+        assert applies(name, block) == acts and control.disabled == (not acts), (block, name)
+        assert (control.tooltip or "").startswith("no effect" if not acts else ""), (block, name, control.tooltip)
+        if not acts:
+            assert block in control.tooltip and NEEDS[name] in control.tooltip, control.tooltip
+    explorer.run()
+    before = (explorer.figure.axes[0].get_title(), explorer.image.value)
+    for name in ("group", "top_k"):  # a disabled control changes neither the setting nor the plot
+        if explorer.controls[name].disabled:
+            explorer.controls[name].value = max(explorer.controls[name].options if name == "group" else [4])
+    explorer.run()
+    if explorer.controls["top_k"].disabled and explorer.controls["group"].disabled:
+        assert (explorer.figure.axes[0].get_title(), explorer.image.value) == before
+    assert ("top_k=" in before[0]) == (block == "moe"), before[0]
+
+
+def test_top_k_changes_a_moe_run():
+    pytest.importorskip("ipywidgets")
+    from paper_figs.explorer import Explorer
+
+    explorer = Explorer(**TINY, block="moe")
+    first = explorer.run()
+    explorer.controls["top_k"].value = 4
+    second = explorer.run()
+    assert "top_k=4" in explorer.figure.axes[0].get_title()
+    assert not np.allclose(first["mean"].iloc[1:], second["mean"].iloc[1:]), "top-k changes the MoE stack"
+
+
+def test_bounded_metrics_on_a_linear_axis_growing_ones_on_a_log_axis():
+    pytest.importorskip("ipywidgets")
+    from paper_figs.explorer import METRIC_AXES, Explorer
+
+    explorer = Explorer(**TINY, block="attention")
+    for metric, log in (("attn_entropy", False), ("var", True), ("angular", False)):
+        explorer.controls["metric"].value = metric
+        explorer.run()
+        ax = explorer.figure.axes[0]
+        assert (ax.get_yscale() == "log") == log, (metric, ax.get_yscale())
+        assert ax.get_ylabel() == METRIC_AXES[metric][0], (metric, ax.get_ylabel())
+    assert "nats" in METRIC_AXES["attn_entropy"][0]
+
+
+def test_the_band_is_seen_at_the_default_samples_and_the_png_is_shown_at_its_size():
+    """Issue 39: at 16 samples the 95 % band was a hairline on the profile; the lower panel shows it in percent."""
+    pytest.importorskip("ipywidgets")
+    from paper_figs.explorer import DEFAULTS, Explorer
+
+    explorer = Explorer(depth=8, width=32, tokens=8, samples=DEFAULTS["samples"])
+    explorer.run()
+    top, lower = explorer.figure.axes[:2]
+    (band,) = lower.collections
+    heights = np.ptp(band.get_paths()[0].vertices[:, 1])  # the band's extent in percent
+    low, high = lower.get_ylim()
+    assert heights > 0.3 * (high - low), (heights, low, high)
+    assert "% off exact-preln-init" in lower.get_title(), lower.get_title()
+    png = explorer.image.value
+    width = int.from_bytes(png[16:20], "big")
+    assert explorer.image.layout.width == f"{width // 2}px" and width >= 1000, (explorer.image.layout.width, width)
+    assert explorer.image.layout.align_self == "flex-start", "a flex column would stretch the image"

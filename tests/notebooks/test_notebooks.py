@@ -26,8 +26,8 @@ NAMES = ["01_curse_of_depth", "02_sparsity", "03_explorer", "04_lemma_report", "
 SIZE_SWITCH = [name for name in NAMES if name != "07_sweeps"]
 CELL_TIMEOUT_S = 180
 # A code cell that calls one of these draws a figure and must show it.
-FIGURE_CALL = (r"\b(profile_figure|sweep_figure|exponent_panel|plot_summary|new_figure|depth_figure|pruning_figure"
-               r"|lns_gain_figure|phase_figure|plot_map|plt\.show)\(")
+FIGURE_CALL = (r"\b(profile_figure|sweep_figure|exponent_panel|plot_summary|summary_figure|variance_figure|new_figure"
+               r"|depth_figure|pruning_figure|lns_gain_figure|phase_figure|plot_map|plt\.show)\(")
 VERDICT = (r"(agrees with the measurement|is never crossed|is within \d+% of the measurement"
            r"|differs from the measurement)")
 VERDICT_WORD = r"\((holds|violated|inconclusive)\)"
@@ -79,10 +79,16 @@ PRINTED = {
         r"lns: growth exponent of var [\d.]+ \+- [\d.]+ at L=8, [\d.]+ \+- [\d.]+ at L=16",
     ],
     "08_studies": [
-        r"atlas-400-steps/depth: 30 models \(\d+ ok, \d+ failed, \d+ pending\), 3 seeds, [\d.]+ h of one CPU thread",
-        r"atlas/depth: \d+ models \(\d+ ok, \d+ failed, \d+ pending\)",
-        r"\d+ of \d+ trend verdicts on a claimed direction hold, \d+ are violated, \d+ inconclusive",
-        r"phase diagram \(400 steps\), Pre-LN at L=8: lr 0\.0003: \w+ ",
+        r"results/atlas: \d+ distinct models \(\d+ ok, \d+ failed\), [\d.]+ h of one CPU thread \(training [\d.]+ h, "
+        r"scores [\d.]+ h\)",
+        r"atlas-400-steps/depth: 30 models in its report \(\d+ ok, \d+ failed, \d+ pending\), 3 seeds, [\d.]+ h of one "
+        r"CPU thread",
+        r"atlas/depth: \d+ models in its report \(\d+ ok, \d+ failed, \d+ pending\)",
+        r"of \d+ trends with a claimed direction, the verdict is holds for \d+, violated for \d+, inconclusive for \d+, "
+        r"too few axis values for \d+",
+        r"p1-lns-prune, log\(LNS / Pre-LN\), along depth \(atlas/depth, steps=\d+\)",
+        r"phase diagram \(400 steps, atlas-400-steps\), Pre-LN at L=8: lr 0\.0003: \w+ ",
+        r"atlas: \d+ laws per scheme \((\w+, )*\w+\)",
         r"atlas-400-steps: extrapolation test, pre, bridge law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",
         r"atlas-400-steps: the law on its own data, pre, bridge law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, \d+ models\)",
         r"atlas-400-steps: extrapolation test, lns, growth law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",
@@ -177,6 +183,11 @@ def test_executes_in_quick_mode(path, monkeypatch, shared_cache):
         if cell.cell_type == "code" and re.search(FIGURE_CALL, cell.source):
             images = [o for o in cell.outputs if "image/png" in o.get("data", {})]
             assert images, f"{path.name}: a figure cell shows no picture:\n{cell.source[:200]}"
+    if path.stem == "04_lemma_report":  # "holds" of a curve is within 4 sem: no larger |z| is listed under it
+        bounds = [float(z) for z in re.findall(r"within 4 sem at every layer \(last-layer \|z\| <= ([\d.]+)\)", text)]
+        assert bounds and max(bounds) <= 4.0, bounds
+    if path.stem == "08_studies":  # a missing value reads as blank, never as a literal nan
+        assert not re.search(r"\bnan\b", text, re.I), re.search(r".{60}\bnan\b.{20}", text, re.I | re.S)
     if path.stem == "03_explorer":  # the plot is in an image widget, the verdicts in an output widget
         pictures = [buffer["data"] for model in _widget_models(notebook, "ImageModel")
                     for buffer in model.get("buffers", []) if buffer.get("path") == ["value"]]

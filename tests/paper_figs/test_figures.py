@@ -63,15 +63,16 @@ def _measured_points(source):
 
 def _predicted_points(source):
     """What the source's theory line should be, from a fresh theory.predict: (x, y)."""
-    def rows_of(setting):
+    def rows_of(setting, law=source.law):
         p = theory.predict(setting)
-        return p[(p["law"] == source.law) & (p["kind"] == source.kind) & (p["metric"] == source.metric)]
+        return p[(p["law"] == law) & (p["kind"] == source.kind) & (p["metric"] == source.metric)]
 
     if source.xs is None:
         rows = rows_of(source.settings[0]).sort_values("layer")
         return rows["layer"].to_numpy(float), rows["value"].to_numpy(float)
-    ys = [float(rows_of(s).query("layer == @layer")["value"].iloc[0])
-          for s, layer in zip(source.settings, source.layers)]
+    laws = source.point_laws or (source.law,) * len(source.settings)  # the id theory.predict gives each point
+    ys = [float(rows_of(s, law).query("layer == @layer")["value"].iloc[0])
+          for s, layer, law in zip(source.settings, source.layers, laws)]
     return np.asarray(source.xs, float), np.asarray(ys)
 
 
@@ -90,6 +91,15 @@ def test_plotted_lines_are_the_tables_they_came_from(name, built):
         np.testing.assert_allclose(x, want_x, err_msg=what)
         np.testing.assert_allclose(y, want_y, rtol=1e-9, err_msg=what)
         assert np.isfinite(y).all(), what
+
+
+def test_gqa_theory_lines_start_at_group_size_one(built):
+    """Issue 39: theory.predict calls the GQA laws by plain attention's ids at G = 1; the lines still start there."""
+    _, fig = built("gqa_groups")
+    laws = [s for s in sources(fig) if s.law is not None]
+    assert {s.law for s in laws} == {"exact-gqa-init", "p2-gqa"}, {s.law for s in laws}
+    for source in laws:
+        assert min(source.artist.get_xdata()) == 1 and source.point_laws[0] != source.law, source.point_laws
 
 
 def test_angular_heatmap_neighbours_are_the_simulators_angular_metric(built):

@@ -43,6 +43,20 @@ def test_checker_finds_a_crowded_legend_over_the_data_and_small_text():
     assert any("is 5 pt" in p for p in problems), problems
 
 
+def test_checker_finds_a_legend_wider_than_its_axes_and_text_a_notebook_shrinks():
+    fig, ax = plt.subplots(figsize=(3, 2))  # no layout engine: the legend hangs off the figure as drawn
+    ax.plot([0, 1], [0, 1], label="a legend entry far longer than the narrow panel it explains, beside it")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    problems = layout_problems(fig)
+    assert any("legend is" in p and "wider than its axes" in p for p in problems), problems
+    ax.get_legend().remove()
+    assert not layout_problems(fig), layout_problems(fig)
+    fig.set_size_inches(25, 2)  # 7 pt tick labels in a figure a notebook shows at 10 in of its 25
+    problems = layout_problems(fig)
+    plt.close(fig)
+    assert any("as shown" in p and "(< 7 pt)" in p for p in problems), problems
+
+
 def test_checker_finds_colliding_tick_labels():
     fig, ax = plt.subplots(figsize=(2, 1.5), layout="constrained")
     ax.set_xticks(range(8), [f"label number {i}" for i in range(8)])
@@ -107,16 +121,18 @@ def _notebook_figures():
                                               for s in schemes],
                                       reference=("Pre-LN, measured (for comparison)", llama("pre")), ncols=3,
                                       sharey=True, labels="none", panel_size=(3.0, 2.4), metrics=metrics),
-        "01 pre vs lns": dict(panels=[Panel(m, m, {s: llama(s) for s in ("pre", "lns")}, ylabel=label) for m, label in
-                                      (("angular", "angular distance x_{l-1} -> x_l"),
-                                       ("jac_dev", "||J_l - I||_F / sqrt(T d)"),
-                                       ("e2e_gain", "||dx_l/dx_0 v|| / ||v||"))],
-                              panel_size=(3.3, 2.6), metrics=metrics),
+        "01 pre vs lns": dict(panels=[Panel(t, m, {s: llama(s) for s in ("pre", "lns")}, ylabel=label)
+                                      for m, t, label in (
+                                          ("angular", "angular distance between layers",
+                                           "arccos cos(x_{l-1}, x_l) / pi"),
+                                          ("jac_dev", "block Jacobian's distance from I", "||J_l - I||_F / sqrt(T d)"),
+                                          ("e2e_gain", "end-to-end gain of a probe", "||dx_l/dx_0 v|| / ||v||"))],
+                              panel_size=(3.0, 2.6), metrics=metrics),
         "01 token cosine": dict(panels=[Panel(s, "token_cos", {f"input std {v:g}": llama(s, input_std=v)
                                                                for v in (1.0, 0.02)}, log_y=False)
                                         for s in ("pre", "lns")], sharey=True, panel_size=(3.6, 2.6), metrics=metrics),
         "05 regimes": dict(panels=[Panel("linear block", "var", regime_cases(16, 4, 16), ylabel="sigma_l^2")],
-                           panel_size=(5.0, 3.4)),
+                           panel_size=(6.5, 3.6)),
     }
 
 
@@ -134,3 +150,18 @@ def test_notebook_profile_figure_is_readable(name):
             low, high = source.artist.axes.get_ylim()
             y = source.artist.get_ydata()
             assert low <= min(y) and max(y) <= high, (name, source.artist.axes.get_title(), low, high, min(y), max(y))
+
+
+def test_accuracy_map_is_readable_as_a_notebook_shows_it():
+    """Issue 39: notebook 04's map was 16 in wide, shown shrunk, its cell text about 5 px high; now stacked."""
+    from simulate.accuracy.figure import plot_map
+    from theory.accuracy import shipped_map
+
+    table = shipped_map()
+    if table is None:
+        pytest.skip("no shipped accuracy map")
+    fig = plot_map(table)
+    try:
+        _assert_readable("accuracy map", fig)
+    finally:
+        plt.close(fig)

@@ -1,6 +1,8 @@
-"""The atlas's figures say what each panel is: titles, one y range for the two variance panels, a phase key.
+"""The atlas's figures say what each panel is: titles, units (a log ratio as such), one y range for the two variance
+panels with their bands, every depth drawn, a phase key.
 
-Built from the shipped results (``results/atlas``) by the registry (``conftest.built``).
+Built from the shipped results (``results/atlas``) by the registry (``conftest.built``); the depths and cells
+expected are read from the same shipped files, never typed in.
 """
 
 from __future__ import annotations
@@ -27,10 +29,60 @@ def test_phase_cell_labels_fit_their_cells_and_grey_has_a_key(built):
         for text in ax.texts:
             column, row = text.get_position()  # the cell's centre, in data coordinates
             cell = ax.transData.transform([(column - 0.5, row - 0.5), (column + 0.5, row + 0.5)])  # (2, 2) pixels
-            box = text.get_bbox_patch().get_window_extent(renderer)
+            patch = text.get_bbox_patch()  # a boxed word, or the bare text of a cell never planned
+            box = (patch or text).get_window_extent(renderer)
             inside = (box.x0 >= cell[0, 0] and box.x1 <= cell[1, 0] and box.y0 >= cell[0, 1] and box.y1 <= cell[1, 1])
             assert inside, (ax.get_title(), text.get_text(), box.bounds, np.round(cell, 1).tolist())
     keys = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
     assert any(key.startswith("grey:") and "not polynomial" in key for key in keys), keys
     assert all(ax.get_title().strip() for ax in fig.axes if not ax.get_label() == "<colorbar>"), \
         [ax.get_title() for ax in fig.axes]
+
+
+def _shipped_depths(name: str = "depth") -> list[int]:
+    from simulate.study.atlas import atlas_results
+
+    return sorted(int(d) for d in atlas_results(name).points["depth"].unique())
+
+
+def test_phase_draws_every_depth_of_the_atlas_and_no_unplanned_cell_reads_pending(built):
+    from simulate.study.atlas import ATLAS_DIR, atlas_results
+
+    _, fig = built("study_phase")
+    loss_panels = [ax for ax in fig.axes if not ax.images and ax.get_label() != "<colorbar>"]
+    assert len(loss_panels) == 2, [ax.get_title() for ax in fig.axes]
+    for ax in loss_panels:
+        drawn = sorted(int(bars.get_label().removeprefix("L=")) for bars in ax.containers  # one errorbar per depth
+                       if bars.get_label().startswith("L=") and len(bars.lines[0].get_xdata()))
+        assert drawn == _shipped_depths(), (ax.get_title(), drawn)
+    points = atlas_results("depth").points
+    texts = [t.get_text() for ax in fig.axes if ax.images for t in ax.texts]
+    if (points["status"] == "ok").all():  # every planned model finished: nothing is pending
+        assert "pending" not in texts, texts
+    assert "results/atlas" in fig.get_suptitle() and str(ATLAS_DIR.name) in fig.get_suptitle(), fig.get_suptitle()
+
+
+def test_lns_gain_labels_log_ratios_as_such(built):
+    _, fig = built("study_lns_gain")
+    panels = {ax.get_title().splitlines()[0]: ax for ax in fig.axes}
+    for what in ("deep-half angular distance", "deep-half pruning drop"):
+        ax = panels[what]
+        assert "log(LNS / Pre-LN)" in ax.get_ylabel() and "log(LNS / Pre-LN)" in ax.get_title(), ax.get_ylabel()
+        assert "−" not in ax.get_title() and "minus" not in ax.get_title(), ax.get_title()
+    loss = panels["held-out loss"]
+    assert "LNS − Pre-LN" in loss.get_title() and "nats/byte" in loss.get_ylabel(), (loss.get_title(),
+                                                                                    loss.get_ylabel())
+    for ax in fig.axes:  # every depth of the atlas is a point of each panel
+        x = sorted({float(v) for line in ax.get_lines() for v in line.get_xdata() if line.get_marker() == "o"})
+        assert x == [float(d) for d in _shipped_depths()], (ax.get_title(), x)
+    width, _ = fig.get_size_inches()
+    assert width > 6, "one row of panels side by side, not a narrow column"
+
+
+def test_variance_profiles_draw_their_interval_for_every_depth(built):
+    _, fig = built("study_depth")
+    for ax in fig.axes[:2]:
+        lines = [line for line in ax.get_lines() if line.get_label().startswith("L=")]
+        assert sorted(int(line.get_label()[2:]) for line in lines) == _shipped_depths(), ax.get_title()
+        assert len(ax.collections) == len(lines), ("one 95 % band per depth", ax.get_title())
+    assert "95 % t band" in fig.get_suptitle() and "results/atlas" in fig.get_suptitle(), fig.get_suptitle()

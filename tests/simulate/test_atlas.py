@@ -108,7 +108,8 @@ def assert_same_report(fresh: pd.DataFrame, shipped: pd.DataFrame, what: str) ->
 
 @pytest.mark.parametrize("atlas", ATLASES)
 def test_the_figures_build_from_the_shipped_results(tmp_path, atlas):
-    from paper_figs.studies import study_depth, study_lns_gain, study_phase, study_pruning
+    from paper_figs.studies import study_depth, study_lns_gain, study_pruning
+    from paper_figs.study_phase import study_phase
 
     for build in (study_depth, study_pruning, study_lns_gain, study_phase):
         paths = build(tmp_path / atlas, results=ATLASES[atlas])

@@ -1,0 +1,120 @@
+"""What notebook 08 prints about the atlases, read from the shipped files: what each holds, its trends, their verdicts.
+
+Nothing here is typed in: the counts and hours of a results folder come from the records of its
+models (``points/KEY.parquet``, the same records its ``README.md`` is written from,
+:mod:`simulate.study.provenance`), a study's axes, lengths and seeds from its report's points, the
+laws of an extrapolation from its table. Only columns that exist are read, by name, so a report
+that gains columns reads the same.
+
+>>> words(float("nan")), words("stable"), words(None)
+('', 'stable', '')
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from paper_figs.studies import atlas_name
+from simulate.study.atlas import atlas_results, atlas_studies
+
+__all__ = ["TREND_COLUMNS", "words", "shipped_models", "models_sentence", "study_overview", "trend_table",
+           "verdict_counts", "extrapolation_laws"]
+
+# The columns of a trend a reader needs, in order; those a report lacks are left out.
+TREND_COLUMNS = ("claim", "scheme", "axis", "group", "slope per e-fold", "direction", "verdict", "stability", "n",
+                 "failed", "pending", "crossing_note")
+
+
+def words(value) -> str:
+    """A table's text cell as a reader should see it: '' where the value is missing (NaN or None)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def shipped_models(folder) -> dict:
+    """The distinct models a results folder ships (one record each in ``points/``, shared models once):
+    ``models, ok, failed, train_h, score_h``, as its ``README.md`` counts them."""
+    from simulate.sweep.store import finished_records
+
+    keys = [path.stem for path in sorted((Path(folder) / "points").glob("*.parquet"))]
+    records = finished_records(folder, keys).values()
+    headlines = [r.get("headline") or {} for r in records]
+    return {"models": len(records), "ok": sum(r["status"] == "ok" for r in records),
+            "failed": sum(r["status"] == "failed" for r in records),
+            "train_h": sum(h.get("train_s", 0.0) for h in headlines) / 3600,
+            "score_h": sum(h.get("score_s", 0.0) for h in headlines) / 3600}
+
+
+def models_sentence(folder) -> str:
+    """One line: how many distinct models a results folder ships and what they cost to train and score."""
+    shipped = shipped_models(folder)
+    return (f"{atlas_name(folder)}: {shipped['models']} distinct models ({shipped['ok']} ok, {shipped['failed']} "
+            f"failed), {shipped['train_h'] + shipped['score_h']:.2f} h of one CPU thread (training "
+            f"{shipped['train_h']:.2f} h, scores {shipped['score_h']:.2f} h); a model shared by two studies, or a "
+            "tuning model also at its cell's chosen rate, is counted once")
+
+
+def _values(points: pd.DataFrame, field: str) -> str:
+    values = sorted(points[field].unique())
+    return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+
+
+def study_overview(folder) -> pd.DataFrame:
+    """One row per study of a results folder: its axes and their values, the fixed sizes, the training lengths,
+    seeds, how the learning rate was set, and the models in its report (every length) by status."""
+    rows = []
+    for name, study in atlas_studies(folder).items():
+        points = atlas_results(name, folder).points
+        fixed = [f for f in ("depth", "width", "steps") if f not in study.axes and f in points]
+        status = points["status"].value_counts()
+        rows.append({"atlas": atlas_name(folder), "study": name,
+                     "axis values": "; ".join(f"{axis} = {_values(points, axis)}" for axis in study.axes),
+                     "fixed": ", ".join(f"{f} = {_values(points, f)}" for f in fixed),
+                     "seeds": points["seed"].nunique(),
+                     "learning rate": "tuned per scheme and cell" if study.tuned else _values(points, "lr"),
+                     "models in the report": len(points),
+                     "ok / failed / pending": "/".join(str(status.get(s, 0)) for s in ("ok", "failed", "pending")),
+                     "stability (shorter length)": "yes" if study.stability else "no"})
+    return pd.DataFrame(rows)
+
+
+def trend_table(trends: pd.DataFrame) -> pd.DataFrame:
+    """Every trend as a reader reads it: the slope per e-fold with its interval in one column, the columns of
+    :data:`TREND_COLUMNS` that the report has, and '' (not NaN) where a trend has no value."""
+    out = trends.copy()
+    out["slope per e-fold"] = [f"{r.slope:.3g} [{r.low:.3g}, {r.high:.3g}]" if math.isfinite(r.low)
+                               else (f"{r.slope:.3g}" if math.isfinite(r.slope) else "")
+                               for r in trends.itertuples()]
+    out = out[[c for c in TREND_COLUMNS if c in out]]
+    return out.astype(object).map(words).reset_index(drop=True)
+
+
+def verdict_counts(trends: pd.DataFrame) -> str:
+    """One sentence counting every verdict on a claimed direction, each kind named (none left out).
+
+    >>> t = pd.DataFrame({"direction": ["rises", "falls", "rises", ""], "verdict": ["holds", "too few axis values",
+    ...                   "holds", "no direction claimed"]})
+    >>> verdict_counts(t)
+    'of 3 trends with a claimed direction, the verdict is holds for 2, too few axis values for 1 (two axis values \
+give no direction verdict)'
+    """
+    claimed = trends[trends["direction"].map(words) != ""]
+    counts = claimed["verdict"].map(words).value_counts()
+    order = [v for v in ("holds", "violated", "inconclusive") if v in counts] + \
+        [v for v in counts.index if v not in ("holds", "violated", "inconclusive")]
+    note = " (two axis values give no direction verdict)" if "too few axis values" in counts else ""
+    return (f"of {len(claimed)} trends with a claimed direction, the verdict is "
+            + ", ".join(f"{v or 'none'} for {counts[v]}" for v in order) + note)
+
+
+def extrapolation_laws(table: pd.DataFrame) -> list[str]:
+    """The laws an ``extrapolation.csv`` tests, in its order.
+
+    >>> extrapolation_laws(pd.DataFrame({"law": ["bridge", "growth", "bridge", "increment"]}))
+    ['bridge', 'growth', 'increment']
+    """
+    return list(dict.fromkeys(table["law"]))
