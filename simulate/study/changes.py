@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.study.tables import at_full_length, read_verdicts
+from theory.verdicts import Verdict
 from theory.cli import markdown_table
 from theory.files import write_text_atomic
 
@@ -33,12 +34,31 @@ __all__ = ["level_changes", "trend_changes", "write_changes"]
 
 
 def _changes(old: pd.DataFrame, new: pd.DataFrame, keys: list[str], estimate: str) -> pd.DataFrame:
-    """The matched rows (on ``keys``) of two verdict tables: ``keys``, ``old``, ``new`` verdicts and estimates."""
-    columns = [*keys, "verdict", estimate, "n"]
-    old, new = (at_full_length(table)[columns].drop_duplicates(keys) for table in (old, new))
+    """The matched rows (on ``keys``) of two verdict tables: ``keys``, ``old``, ``new`` verdicts, estimates, models,
+    the statistics and the old rule's method where they have them, and ``why`` (:func:`_why`)."""
+    extra = [c for c in ("statistic", "method") if c not in keys]
+    old, new = (at_full_length(table).reindex(columns=[*keys, "verdict", estimate, "n", *extra])
+                .drop_duplicates(keys) for table in (old, new))
     merged = old.merge(new, on=keys, how="outer", suffixes=("_old", "_new"), indicator=True)
-    return merged.rename(columns={"verdict_old": "old", "verdict_new": "new", f"{estimate}_old": "estimate_old",
-                                  f"{estimate}_new": "estimate_new", "n_old": "models_old", "n_new": "models_new"})
+    merged = merged.rename(columns={"verdict_old": "old", "verdict_new": "new", f"{estimate}_old": "estimate_old",
+                                    f"{estimate}_new": "estimate_new", "n_old": "models_old", "n_new": "models_new"})
+    return merged.assign(why=[_why(row) for row in merged.itertuples()])
+
+
+def _why(row) -> str:
+    """What in the new analysis changed a verdict, read from the two rows (docs/studies.md#verdicts)."""
+    reasons = []
+    if getattr(row, "method_old", "") == "endpoints":
+        reasons.append("the old verdict read the last minus the first cell by seeds (the line's lack of fit was "
+                       "rejected); the new one reads the cell means' slope")
+    statistic_old, statistic_new = getattr(row, "statistic_old", None), getattr(row, "statistic_new", None)
+    if isinstance(statistic_old, str) and isinstance(statistic_new, str) and statistic_old != statistic_new:
+        reasons.append(f"judged on {statistic_new} (was {statistic_old})")
+    if row.models_old == row.models_old and row.models_new < row.models_old:
+        reasons.append(f"the tuning seed left out of the comparison ({row.models_old:g} -> {row.models_new:g} models)")
+    if row.new is Verdict.UNRESOLVABLE:
+        reasons.append("not resolved, and smaller than the design can detect at 80 % power")
+    return "; ".join(reasons) or "the family of full-length verdicts and its adjustment, or the interval moved"
 
 
 def level_changes(old: pd.DataFrame, new: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
@@ -47,8 +67,9 @@ def level_changes(old: pd.DataFrame, new: pd.DataFrame, axes: list[str]) -> pd.D
 
 
 def trend_changes(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """Trend verdicts of two runs matched per claim, statistic, scheme and axis (the first group of each)."""
-    return _changes(old, new, ["claim", "statistic", "scheme", "axis"], "slope")
+    """Trend verdicts of two runs matched per claim, scheme and axis (the first group of each; the statistic may
+    have changed between the runs' analyses)."""
+    return _changes(old, new, ["claim", "scheme", "axis"], "slope")
 
 
 def _first_line(trends: pd.DataFrame) -> pd.DataFrame:
@@ -65,7 +86,7 @@ def _section(title: str, table: pd.DataFrame, keys: list[str]) -> list[str]:
                    for a, b in zip(both["old"], both["new"])]]
     changed = judged[judged["old"] != judged["new"]]
     only_old, only_new = (table["_merge"] == "left_only").sum(), (table["_merge"] == "right_only").sum()
-    shown = changed[[*keys, "old", "new", "estimate_old", "estimate_new", "models_old", "models_new"]].copy()
+    shown = changed[[*keys, "old", "new", "estimate_old", "estimate_new", "models_old", "models_new", "why"]].copy()
     for column in ("estimate_old", "estimate_new", "models_old", "models_new"):
         shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3g}")
     return [f"## {title}", "", f"{len(changed)} of {len(judged)} verdicts matched in both runs changed; "
@@ -84,7 +105,7 @@ def write_changes(old_folder, new_folder, study) -> Path:
     lines = [f"# Verdicts of `{study.name}` that changed from `{old_folder}` to `{new_folder}`", "",
              "Each run at its full length (a stability study's longest training); docs/studies.md#comparing-two-runs.",
              "", *_section("Levels", levels, ["claim", "statistic", "scheme", *axes]),
-             *_section("Trends", trends, ["claim", "statistic", "scheme", "axis"])]
+             *_section("Trends", trends, ["claim", "scheme", "axis"])]
     path = Path(new_folder) / f"changes-from-{Path(old_folder).name}.md"
     write_text_atomic(path, "\n".join(lines))
     return path
