@@ -28,6 +28,7 @@ from theory.cli import (CliParser, add_progress_argument, estimated_size, fail, 
                         progress_enabled, table_format, write_table)
 from theory.files import atomic_write
 from theory.layer_selection import LAYERS_ALLOWED, LayerSelection, layer_selection_type, rows_at_layers
+from theory.meanfield.finite_width import add_width_law_argument, check_width_law
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 from theory.symbolic.lemmas import LEMMAS, Lemma
 
@@ -150,12 +151,14 @@ def predict_main(argv: Sequence[str] | None = None) -> int:
                         f"blocks, log:{DEFAULT_LOG_LAYERS} above)")
     parser.add_argument("--out", required=True, metavar="FILE.csv|FILE.parquet",
                         help="output file: Parquet if it ends in .parquet, else CSV")
+    add_width_law_argument(parser)
     add_progress_argument(parser)
     args = parser.parse_args(argv)
     try:
         setting = setting_from_args(args)
     except (SettingError, ValueError) as error:
         fail(prog, str(error))
+    check_width_law(prog, args.width_law, setting)
     selection = args.layers or (LayerSelection("all") if setting.depth <= ALL_LAYERS_UP_TO
                                 else LayerSelection("log", DEFAULT_LOG_LAYERS))
     try:
@@ -171,7 +174,7 @@ def predict_main(argv: Sequence[str] | None = None) -> int:
     with tqdm(total=2, desc="predict", unit="stage", disable=not progress_enabled(args.progress),
               file=sys.stderr) as bar:  # the recursion is vectorised: two stages, each seconds at depth 10^6
         bar.set_postfix_str(f"recursion over {setting.depth} blocks")
-        full = predict(setting)
+        full = predict(setting, width_law=args.width_law)
         blow_up = first_non_finite(full)  # the first layer of all, kept or not
         table = rows_at_layers(full, layers, setting.depth)
         del full

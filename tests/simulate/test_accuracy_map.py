@@ -152,7 +152,8 @@ def _first_block_attention_error(width, tokens, causal, samples):
     from theory.setting import Setting
 
     setting = Setting(scheme="pre", block="attention", width=width, tokens=tokens, causal=causal, heads=4, depth=1)
-    law = theory.predict(setting).query("metric == 'var_attn' and layer == 1 and law == 'exact-causal-attention'")
+    law = theory.predict(setting, width_law="mean-field").query(
+        "metric == 'var_attn' and layer == 1 and law == 'exact-causal-attention'")
     measured = simulate(setting, samples=samples, seed=3, metrics=("var_attn",), dtype="float64")
     row = measured.query("metric == 'var_attn' and layer == 1").iloc[0]
     value = float(law["value"].iloc[0])

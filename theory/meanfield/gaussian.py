@@ -261,11 +261,11 @@ def many_moments(func, q, max_direct: int = 4096) -> np.ndarray:
     >>> bool(np.allclose(many_moments(lambda x: second_moment("silu", x), q), second_moment("silu", q)))
     True
     """
-    from scipy.interpolate import CubicSpline
     q = np.asarray(q, dtype=float)
     if q.size <= max_direct or q.min() <= 0:
         unique, inverse = np.unique(q, return_inverse=True)
         return func(unique)[inverse].reshape(q.shape)
+    from scipy.interpolate import CubicSpline  # here only: importing it costs most of a second
     lo, hi = math.log10(q.min()), math.log10(q.max())
     if hi - lo < 1e-12:
         return np.full(q.shape, float(func(np.array([q.flat[0]]))[0]))

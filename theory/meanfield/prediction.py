@@ -47,6 +47,7 @@ import sympy as sp
 
 from theory.architecture import input_moments
 from theory.meanfield.covariance import UNIFORM_TAU2
+from theory.meanfield.finite_width import resolve_width_law
 from theory.meanfield.stack_recursion import StreamCurves, stream_recursion
 from theory.meanfield.plan import ATTENTION, LINEAR, MLP, MOE, SUBLAYER_CODES, SublayerPlan, build_plan
 from theory.setting import Setting
@@ -270,7 +271,7 @@ def _paper_rows(setting: Setting, plan: SublayerPlan) -> list[tuple]:
     return frames
 
 
-def predict(setting: Setting) -> pd.DataFrame:
+def predict(setting: Setting, width_law: str = "auto") -> pd.DataFrame:
     """Per-layer predictions for ``setting``: columns ``layer, metric, law, kind, value``.
 
     Metrics ``var, var_attn, var_mlp, angular, token_cos, jac_dev, e2e_gain`` (docs/formats.md#layers-and-metrics),
@@ -285,10 +286,11 @@ def predict(setting: Setting) -> pd.DataFrame:
     """
     if not isinstance(setting, Setting):
         raise TypeError(f"predict needs a Setting, got {type(setting).__name__}")
+    law = resolve_width_law(width_law, setting.width, setting.tokens)
     plan = build_plan(setting)
     v0, c0 = input_moments(setting)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a blow-up gives inf/NaN rows
-        curves = stream_recursion(plan, v0, c0, setting.tokens, setting.causal, setting.head_dim)
+        curves = stream_recursion(plan, v0, c0, setting.tokens, setting.causal, setting.head_dim, width_law=law)
         frames = _random_init_rows(setting, plan, curves) + _paper_rows(setting, plan)
     moe = np.flatnonzero(plan.kind == MOE)
     if len(moe):
