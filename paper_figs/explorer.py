@@ -25,7 +25,7 @@ from paper_figs.style import (Source, annotate_blowup, figure_png, log_limits_fr
 from simulate.compare import compare, verdict_sentence
 from simulate.engine import metrics_of_block
 
-__all__ = ["EXPLORER_FIELDS", "DEFAULTS", "SEED_MAX", "setting_title", "build_setting", "explorer_figure",
+__all__ = ["EXPLORER_FIELDS", "DEFAULTS", "SEED_MAX", "setting_title", "build_setting", "law_label", "explorer_figure",
            "run_setting", "Explorer"]
 
 # The Setting fields the explorer's widgets set, in the order its title lists them.
@@ -73,6 +73,21 @@ def run_setting(setting, metric: str, samples: int, *, seed: int = 0, progress: 
         return stop.table, stop.layer
 
 
+def law_label(prediction, metric: str, law: str) -> str:
+    """The legend entry of one law's curve of ``metric``: its id and its kinds in layer order (a law whose curve
+    changes kind along the depth, e.g. Mix-LN's, is one entry: ``exact, then approx``).
+
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "law": "preln-init", "kind": ["exact", "exact",
+    ...                      "approx"], "value": 1.0})
+    >>> law_label(rows, "var", "preln-init")
+    'preln-init (exact, then approx)'
+    """
+    rows = prediction[(prediction["metric"] == metric) & (prediction["law"] == law)].sort_values("layer")
+    kinds = list(dict.fromkeys(rows["kind"].astype(str)))
+    return f"{law} ({', then '.join(kinds)})"
+
+
 def explorer_figure(setting, metric: str, table, prediction, blowup, samples: int, seed: int = 0):
     """One run drawn over every theory curve of ``metric``: x from 0 to the depth, the whole setting in the title.
 
@@ -93,8 +108,11 @@ def explorer_figure(setting, metric: str, table, prediction, blowup, samples: in
     measured = table[table["metric"] == metric]["mean"].to_numpy(float)
     # past a blow-up the theory runs off the top: the limits follow the measurement
     ceiling = 1e250 if blowup is None or not len(measured) else 1e3 * np.abs(measured).max()
-    for index, (law, kind, drawn) in enumerate(plot_theory(ax, prediction, metric, ceiling=ceiling)):
-        drawn.set_color(f"C{index + 1}")
+    colours: dict[str, int] = {}
+    for law, kind, drawn in plot_theory(ax, prediction, metric, ceiling=ceiling):
+        seen = law in colours
+        drawn.set_color(f"C{colours.setdefault(law, len(colours)) + 1}")
+        drawn.set_label("_nolegend_" if seen else law_label(prediction, metric, law))
         sources(fig).append(Source(drawn, metric, (setting,), law=law, kind=kind))
     ax.set_xlim(0, setting.depth)
     if len(measured) and (measured > 0).all():

@@ -22,7 +22,7 @@ __all__ = ["trained_variance", "trained_pruning", "trained_angular", "trained_br
 
 _SCHEMES = ("pre", "lns")
 _LABEL = {"pre": "Pre-LN", "lns": "LNS"}
-_INIT_LAW = {"pre": "exact-preln-init", "lns": "exact-lns-init"}
+_INIT_LAW = {"pre": "preln-init", "lns": "lns-init"}
 
 
 def _var_band(paths, step: int):

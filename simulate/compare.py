@@ -93,8 +93,8 @@ _KIND_WORDS = {"exact": "exact law", "approx": "approximate law", "upper": "uppe
 def describe_curve(lemma_id: str, kind: str) -> str:
     """What the compared curve of ``lemma_id`` (of this ``kind``) is, in words: the thing a verdict judges.
 
-    >>> describe_curve("exact-preln-init", "exact")
-    'the exact law exact-preln-init (derived here)'
+    >>> describe_curve("preln-init", "exact")
+    'the exact law preln-init (derived here)'
     >>> print(describe_curve("p1-lemma-3.2", "growth"))
     the growth class P1 Lemma 3.2 states (fitted to the measured curve, no constant assumed)
     """
@@ -115,8 +115,8 @@ def describe_curve(lemma_id: str, kind: str) -> str:
 def verdict_sentence(row: dict) -> str:
     """One line for a reader: what was compared, what the verdict says, and the numbers behind it.
 
-    >>> print(verdict_sentence({"id": "exact-preln-init", "kind": "exact", "verdict": "holds", "comment": "z 1"}))
-    the exact law exact-preln-init (derived here) agrees with the measurement within 4 sem at every layer (z 1)
+    >>> print(verdict_sentence({"id": "preln-init", "kind": "exact", "verdict": "holds", "comment": "z 1"}))
+    the exact law preln-init (derived here) agrees with the measurement within 4 sem at every layer (z 1)
     """
     words = VERDICT_WORDS.get(row["verdict"], row["verdict"])
     return f"{describe_curve(row['id'], row['kind'])} {words} ({row['comment']})"
@@ -277,7 +277,7 @@ def verdict_row(lemma_id, setting_label, metric, **values) -> dict:
     return row
 
 
-def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0) -> list[dict]:
+def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0, width_law: str = "auto") -> list[dict]:
     """Verdict rows of ``lemma_ids`` in ``setting``: simulate (through the cache), predict, compare.
 
     Parameters
@@ -287,6 +287,8 @@ def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0) -> list[d
         Ids of :data:`theory.LEMMAS`; each is compared on the curves ``theory.predict`` gives it.
     samples, seed : int
         Monte-Carlo samples and seed of the simulation.
+    width_law : str
+        The law of the token covariance ``theory.predict`` uses (``mean-field``, ``finite-width``, ``auto``).
 
     Returns
     -------
@@ -297,7 +299,7 @@ def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0) -> list[d
 
 
     label = describe_setting(setting)
-    prediction = theory.predict(setting)
+    prediction = theory.predict(setting, width_law=width_law)
     curves = {i: prediction[prediction["law"] == i] for i in lemma_ids}
     metrics = sorted({m for curve in curves.values() for m in curve["metric"].unique()})
     measured, blowup = run_monte_carlo(setting, samples=samples, seed=seed, metrics=metrics or ("var",))

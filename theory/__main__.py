@@ -60,12 +60,13 @@ def build_parser() -> CliParser:
 
 
 def format_list(kind: str | None = None) -> str:
-    """``ID  SOURCE  statement`` lines, columns aligned, for all lemmas or one kind."""
+    """``ID  SOURCE  statement`` lines, columns aligned, for all lemmas or one kind; a derived law's line ends with
+    ``[exact for: ...]``, the curves of ``theory predict`` it labels exact (its others are approximate)."""
     chosen = [entry for entry in LEMMAS.values() if kind in (None, entry.kind)]
     id_width = max(len(entry.id) for entry in chosen)
     source_width = max(len(entry.source) for entry in chosen)
     return "\n".join(f"{entry.id:<{id_width}}  {entry.source:<{source_width}}  {sp.sstr(entry.statement)}"
-                     for entry in chosen)
+                     + (f"  [exact for: {entry.exact_for}]" if entry.exact_for else "") for entry in chosen)
 
 
 def _indent(text: str) -> str:
@@ -91,7 +92,8 @@ def _check_result(entry: Lemma, run: bool) -> str:
 
 def format_show(entry: Lemma, *, unicode: bool = True, run_check: bool = True) -> str:
     """The full description of one lemma, as ``show`` prints it."""
-    parts = [f"{entry.id}  [{entry.kind}]  {entry.source}", entry.title, "",
+    kind = f"exact for: {entry.exact_for}" if entry.exact_for else entry.kind
+    parts = [f"{entry.id}  [{kind}]  {entry.source}", entry.title, "",
              "Statement:", _indent(_pretty(entry.statement, unicode)),
              "LaTeX:", _indent(sp.latex(entry.statement)),
              "Assumptions:", _indent(textwrap.fill(entry.assumptions, 88))]
@@ -110,8 +112,8 @@ def format_show(entry: Lemma, *, unicode: bool = True, run_check: bool = True) -
     if len(measured):
         table = measured.assign(**{c: measured[c].map(lambda v: f"{v:.2%}")
                                    for c in ("median_rel_error", "worst_rel_error")})
-        parts += [f"Measured at init ({MAP_PATH.parent.name}, docs/accuracy.md): per metric and block over every "
-                  "scheme, the resolved cells without a blow-up, how many within noise, the median and worst "
+        parts += [f"Measured at init ({MAP_PATH.parent.name}, docs/accuracy.md): per metric, block and scheme, the "
+                  "curves' kinds, the resolved cells without a blow-up, how many within noise, the median and worst "
                   "relative errors, where the worst is", _indent(table.to_string(index=False))]
     return "\n".join(parts)
 

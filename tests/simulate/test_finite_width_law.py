@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from simulate.accuracy.measure import is_paper
 from simulate.cache import cached_simulate
 from simulate.compare import Z_LIMIT, layer_errors
 from theory import Setting, predict
@@ -20,7 +21,7 @@ def _worst_z(setting, samples, seed, width_law):
     table = predict(setting, width_law)
     worst = {}
     for metric in METRICS:
-        curve = table[(table["metric"] == metric) & ~table["law"].astype(str).str.startswith("p")]
+        curve = table[(table["metric"] == metric) & ~table["law"].astype(str).map(is_paper)]
         both = layer_errors(measured, curve)
         assert len(both) == setting.depth, (metric, len(both))
         worst[metric] = float(np.abs(both["z"]).max())

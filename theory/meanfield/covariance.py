@@ -327,7 +327,7 @@ def _mlp_tangent(plan: SublayerPlan, n: int, step: SublayerCov) -> np.ndarray:
 def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: SublayerCov, ctx: RecursionContext) -> np.ndarray:
     """Tangent covariance after sublayer ``n`` (``C``: T x T per-coordinate covariance of ``dx``).
 
-    Derived here (docs/derivations.md#exact-jacobian-init).
+    Derived here (docs/derivations.md#jacobian-init).
     Norm: ``dh_t = (g/rms_t) P_t dx_t`` (``P_t`` removes the direction of ``h_t``;
     the tangent is orthogonal to the stream in the mean field), so ``Cn = g^2 C/sqrt(K_tt K_t't')``,
     the diagonal times ``(d-1)/(d-2)`` (``E[1/rms^2] = d/((d-2) K_tt)`` for a Gaussian stream and

@@ -121,13 +121,15 @@ def sample_cosine_nodes(rho, width: int, order: int = 12) -> tuple[np.ndarray, n
 
 @dataclass(frozen=True)
 class _CosineMean:
-    """``E[r_hat]`` on a grid uniform in ``theta = arccos rho`` (1025 points), interpolated linearly."""
+    """``E[r_hat]`` on a grid uniform in ``theta = arccos rho`` (1025 points), interpolated linearly; its odd part
+    (``E[r_hat]`` is odd in ``rho``, so it is 0 at independent tokens exactly)."""
 
     theta: np.ndarray
     mean: np.ndarray
 
     def __call__(self, rho: np.ndarray) -> np.ndarray:
-        return np.interp(np.arccos(np.clip(rho, -1.0, 1.0)), self.theta, self.mean)
+        theta = np.arccos(np.clip(rho, -1.0, 1.0))
+        return 0.5 * (np.interp(theta, self.theta, self.mean) - np.interp(np.pi - theta, self.theta, self.mean))
 
 
 _COSINE_MEANS: dict[int, _CosineMean] = {}

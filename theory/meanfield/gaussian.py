@@ -177,7 +177,7 @@ def derivative_moment(name: str, q) -> np.ndarray:
 def swiglu_jvp_gain(q) -> np.ndarray:
     """``q E[silu'(z1)^2] + E[silu(z1)^2]`` with ``z1 ~ N(0, q)``.
 
-    Source: derived here (docs/derivations.md#exact-jacobian-init). The SwiGLU hidden unit ``silu(z1) z3`` has tangent
+    Source: derived here (docs/derivations.md#jacobian-init). The SwiGLU hidden unit ``silu(z1) z3`` has tangent
     ``silu'(z1) dz1 z3 + silu(z1) dz3``; with ``dz1, dz3`` independent of ``(z1, z3)``
     (the tangent is orthogonal to the normalised input) and ``E z3^2 = q``, its second
     moment per unit tangent variance is this gain.

@@ -32,7 +32,7 @@ only); paper statements as ``approx`` (P1 recursions with ``c = 1``, P1's LN Jac
 ``J ~ I + f'/sigma`` read as ``jac_dev``, P2 Theorems 4, 5, GQA) or ``upper`` (P2 Theorems 1, 2).
 
 >>> table = predict(Setting(preset=None, block="linear", depth=3, width=64))
->>> sub = table[(table.metric == "var") & (table.law == "exact-preln-init")]
+>>> sub = table[(table.metric == "var") & (table.law == "preln-init")]
 >>> sub.value.round(6).tolist()
 [1.0, 2.0, 3.0, 4.0]
 """
@@ -107,10 +107,10 @@ def _var_law(setting: Setting) -> str:
     if setting.alignment > 0:
         return "bridge-aligned"
     if setting.scheme == "lns":
-        return "exact-lns-init"
+        return "lns-init"
     if setting.scheme == "none" and setting.block == "linear":
-        return "exact-masked-linear"
-    return "exact-preln-init"
+        return "masked-linear"
+    return "preln-init"
 
 
 def _homogeneous(setting: Setting) -> bool:
@@ -216,20 +216,20 @@ def _random_init_rows(setting: Setting, plan: SublayerPlan, curves: StreamCurves
     for code, metric in ((ATTENTION, "var_attn"), (MLP, "var_mlp"), (MOE, "var_mlp"), (LINEAR, "var_mlp")):
         idx = np.flatnonzero(plan.kind == code)
         if len(idx):
-            branch_law = {"var_attn": "exact-gqa-init" if setting.group_size > 1 else "exact-causal-attention"}.get(
-                metric, "exact-moe" if code == MOE else law)
+            branch_law = {"var_attn": "gqa-init" if setting.group_size > 1 else "causal-attention"}.get(
+                metric, "moe-gates" if code == MOE else law)
             frames.append(_rows(plan.block[idx], metric, branch_law, _branch_exact(setting, plan, idx, curves),
                                 curves.branch[idx]))
     frames.append(_rows(layers[1:], "angular", law, "approx", curves.angular))
     if setting.tokens >= 2:
         token_cos = np.concatenate([[c0 / v0], curves.tcos[last]])
         exact_cos = _uniform_attention(setting, plan) & _matrix_blocks(setting, curves) & (setting.scheme in _PRE_LIKE)
-        frames.append(_rows(layers, "token_cos", "exact-causal-attention", np.concatenate([[True], exact_cos]),
+        frames.append(_rows(layers, "token_cos", "causal-attention", np.concatenate([[True], exact_cos]),
                             token_cos))
     gain = _block_products(1.0 + curves.jac2, per_block)  # (L,); NaN for blocks normalising the sum
     finite = np.isfinite(gain)
     if setting.alignment == 0 and finite.any():
-        frames.append(_rows(layers[1:][finite], "jac_dev", "exact-jacobian-init", "approx", np.sqrt(gain[finite] - 1.0)))
+        frames.append(_rows(layers[1:][finite], "jac_dev", "jacobian-init", "approx", np.sqrt(gain[finite] - 1.0)))
     if setting.alignment == 0 and plan.norm_input.all() and not plan.norm_branch.any() and finite.all():
         # P1's LN Jacobian dLN/dx ~ (g/sigma) I: J_l - I ~ sum of (g/sigma) df/dh, no projection, no
         # E[1/rms^2] correction, no product of sublayers: jac_dev^2 ~ sum_sublayers g^2 ||df/dh||^2/(d sigma^2)
@@ -239,7 +239,7 @@ def _random_init_rows(setting: Setting, plan: SublayerPlan, curves: StreamCurves
         frames.append(_rows(layers[1:], "jac_dev", "p1-ln-jacobian", "approx", p1))
     if setting.alignment == 0 and finite.all():  # tangent of an isotropic probe: gains multiply
         e2e = np.sqrt(np.exp(np.cumsum(np.log(_block_products(curves.e2e2, per_block)))))
-        frames.append(_rows(layers, "e2e_gain", "exact-jacobian-init", "approx", np.concatenate([[1.0], e2e])))
+        frames.append(_rows(layers, "e2e_gain", "jacobian-init", "approx", np.concatenate([[1.0], e2e])))
     return frames
 
 

@@ -102,7 +102,7 @@ def softmax_square_sum(n, tau2) -> np.ndarray:
 def causal_pair_overlap(tokens: int) -> float:
     """Mean over ordered pairs ``t != t'`` of ``1/max(t, t')``: ``2 (T - H_T)/(T (T - 1))``.
 
-    Source: derived here (docs/derivations.md#exact-causal-attention;
+    Source: derived here (docs/derivations.md#causal-attention;
     uniform causal rows ``a_tj = 1/t``). ``T = 1``: 0 (no pairs).
 
     >>> causal_pair_overlap(2)
