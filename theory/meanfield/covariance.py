@@ -34,7 +34,9 @@ sampled cosines, which differ by ``O(1/d)``); per-token cosine ``sqrt(K_tt/K'_tt
 stream before and after a sublayer (the angular metric averages ``arccos`` over tokens).
 
 Exact regime: RMS/LayerNorm'd inputs, ``tau^2 -> 0`` (uniform attention), ``d -> infinity``.
-At finite ``d`` the cosines ``R`` are ratios of random inner products (bias ``O(1/d)``).
+At finite ``d`` the cosines ``R`` are ratios of random inner products (bias ``O(1/d)``): with
+``width_law="finite-width"`` (:mod:`theory.meanfield.finite_width`, carried in the context) a normalised
+sublayer is averaged over the law of the sample cosines at width ``d`` instead, and ``token_cos`` is their mean.
 
 The attention rows' own moments live in :mod:`theory.meanfield.softmax_rows`. Every sublayer of a run
 shares one :class:`RecursionContext`; :func:`run_block` runs one block, and
@@ -207,10 +209,9 @@ def _finite_attention_correction(plan: SublayerPlan, n: int, R: np.ndarray, mean
     finite, block = ctx.finite, int(plan.block[n])
     alpha_vo = plan.alpha_in[n] * plan.alpha_out[n]
 
-    def sample(R_node: np.ndarray, seed) -> tuple[np.ndarray, float]:
-        value, sem = sampled_attention(R_node, float(plan.in_scale2[n]), float(plan.alpha_qk[n]), finite.width,
-                                       finite.head_dim, ctx.causal, plan.rope, seed)
-        return alpha_vo * value, sem
+    def sample(R_node: np.ndarray, seed) -> np.ndarray:
+        return alpha_vo * sampled_attention(R_node, float(plan.in_scale2[n]), float(plan.alpha_qk[n]), finite.width,
+                                            finite.head_dim, ctx.causal, plan.rope, seed)[0]
 
     return finite.attention_correction(block, n - (block - 1) * ctx.period, R, meanfield, sample)
 

@@ -32,21 +32,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
+from theory.cli import fail
 from theory.constraints import Choice, ConstraintError
 from theory.meanfield.softmax_rows import key_norm_nodes, rope_rotate
 from theory.meanfield.tables import KernelTable
 
-__all__ = ["WIDTH_LAWS", "WIDTH_LAW_CHOICE", "FINITE_WIDTH_MIN", "AUTO_MAX_WIDTH", "AUTO_MAX_TOKENS",
-           "SEM_TARGET", "MAX_DRAW_WORK", "resolve_width_law", "add_width_law_argument", "check_width_law", "sample_cosine_nodes", "mean_sample_cosine", "smoothed_kernel",
-           "sampled_attention", "attention_nodes", "FiniteWidth"]
+__all__ = ["WIDTH_LAWS", "WIDTH_LAW_CHOICE", "FINITE_WIDTH_MIN", "AUTO_MAX_WIDTH", "AUTO_MAX_TOKENS", "SEM_TARGET",
+           "MAX_DRAW_WORK", "resolve_width_law", "add_width_law_argument", "check_width_law", "sample_cosine_nodes",
+           "mean_sample_cosine", "smoothed_kernel", "sampled_attention", "attention_nodes", "FiniteWidth"]
 
 WIDTH_LAWS = ("mean-field", "finite-width", "auto")
 WIDTH_LAW_CHOICE = Choice(*WIDTH_LAWS)
 FINITE_WIDTH_MIN = 8  # smallest width the law takes: the chi^2_(d-1) quadrature and the closure's checks
-AUTO_MAX_WIDTH = 4096  # auto: finite-width below it (the correction to var is < 0.02 % above)
+AUTO_MAX_WIDTH = 4096  # auto: finite-width below it (its correction to var falls like 1/d: 0.36 % at d = 256)
 AUTO_MAX_TOKENS = 256  # auto: mean-field above (a draw costs T^3)
 SEM_TARGET = 0.00075  # the attention average draws until the relative sem of its mean entries is below this ...
 MAX_DRAW_WORK = 1 << 20  # ... or draws x T^2 reach this (4096 draws at T = 16, 256 at T = 64; a draw costs ~T^3)
@@ -85,8 +87,6 @@ def add_width_law_argument(parser) -> None:
 
 def check_width_law(prog: str, law: str, setting) -> None:
     """Exit 2 with one line naming ``--width-law`` when ``law`` does not take ``setting`` (:func:`resolve_width_law`)."""
-    from theory.cli import fail
-
     try:
         resolve_width_law(law, setting.width, setting.tokens)
     except ConstraintError as error:
@@ -119,33 +119,25 @@ def sample_cosine_nodes(rho, width: int, order: int = 12) -> tuple[np.ndarray, n
     return r.reshape(r.shape[:-3] + (-1,)), weights.ravel()
 
 
-@dataclass(frozen=True)
-class _CosineMean:
-    """``E[r_hat]`` on a grid uniform in ``theta = arccos rho`` (1025 points), interpolated linearly; its odd part
-    (``E[r_hat]`` is odd in ``rho``, so it is 0 at independent tokens exactly)."""
-
-    theta: np.ndarray
-    mean: np.ndarray
-
-    def __call__(self, rho: np.ndarray) -> np.ndarray:
-        theta = np.arccos(np.clip(rho, -1.0, 1.0))
-        return 0.5 * (np.interp(theta, self.theta, self.mean) - np.interp(np.pi - theta, self.theta, self.mean))
+_THETA = np.linspace(0.0, np.pi, 1025)  # the grid of E[r_hat], uniform in theta = arccos rho
 
 
-_COSINE_MEANS: dict[int, _CosineMean] = {}
+@lru_cache(maxsize=16)
+def _cosine_means(width: int) -> np.ndarray:
+    """``E[r_hat]`` at ``rho = cos(_THETA)`` (1025,): :func:`sample_cosine_nodes`, once per width."""
+    r, w = sample_cosine_nodes(np.cos(_THETA), width)  # (1025, n), (n,)
+    return r @ w
 
 
 def mean_sample_cosine(rho, width: int) -> np.ndarray:
-    """``E[r_hat]`` at each correlation of ``rho`` (any shape; :func:`sample_cosine_nodes`, tabulated per width).
+    """``E[r_hat]`` at each correlation of ``rho`` (any shape): the table of :func:`_cosine_means` interpolated
+    linearly in ``arccos rho``, its odd part taken (``E[r_hat]`` is odd in ``rho``: 0 at independent tokens, exactly).
 
     >>> mean_sample_cosine(np.array([[1.0, 0.3], [0.3, 1.0]]), 16).round(4).tolist()
     [[1.0, 0.2915], [0.2915, 1.0]]
     """
-    if width not in _COSINE_MEANS:
-        theta = np.linspace(0.0, np.pi, 1025)
-        r, w = sample_cosine_nodes(np.cos(theta), width)  # (1025, n), (n,)
-        _COSINE_MEANS[width] = _CosineMean(theta, r @ w)
-    return _COSINE_MEANS[width](np.asarray(rho, dtype=float))
+    theta, means = np.arccos(np.clip(np.asarray(rho, dtype=float), -1.0, 1.0)), _cosine_means(width)
+    return 0.5 * (np.interp(theta, _THETA, means) - np.interp(np.pi - theta, _THETA, means))
 
 
 def smoothed_kernel(table: KernelTable, width: int, times_r: bool) -> KernelTable:
@@ -296,8 +288,7 @@ class FiniteWidth:
 
     The attention average is drawn at the :func:`attention_nodes` only; a block between two nodes adds the
     last node's correction ``sampled - mean-field`` (per sublayer of the block) to the mean-field value at its
-    own state. ``corrections`` maps ``(node, sublayer)`` to that ``T x T`` correction, ``sems`` to the average's
-    relative standard error there.
+    own state. ``corrections`` maps ``(node, sublayer)`` to that ``T x T`` correction.
     """
 
     width: int
@@ -305,7 +296,6 @@ class FiniteWidth:
     nodes: np.ndarray
     kernel: KernelTable | None
     corrections: dict = field(default_factory=dict)
-    sems: dict = field(default_factory=dict)
 
     def mean_cosine(self, R: np.ndarray) -> float:
         """``token_cos``: the mean over pairs ``t != t'`` of ``E[r_hat_tt']`` at the stream's correlation ``R``."""
@@ -314,10 +304,9 @@ class FiniteWidth:
 
     def attention_correction(self, block: int, position: int, R: np.ndarray, meanfield: np.ndarray,
                              sample) -> np.ndarray:
-        """The correction (T x T) at ``block``: drawn by ``sample(R, seed)`` at the node, reused up to the next."""
+        """The correction (T x T) at ``block``: ``sample(R, seed) - meanfield`` at the node, reused up to the next."""
         node = int(self.nodes[np.searchsorted(self.nodes, block, side="right") - 1])
         key = (node, position)
         if key not in self.corrections:
-            value, sem = sample(R, (_SEED, node, position))
-            self.corrections[key], self.sems[key] = value - meanfield, sem
+            self.corrections[key] = sample(R, (_SEED, node, position)) - meanfield
         return self.corrections[key]
