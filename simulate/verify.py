@@ -37,7 +37,8 @@ from theory.meanfield.finite_width import add_width_law_argument
 from theory.setting import Setting
 
 __all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "summarize", "approximate_errors", "to_markdown",
-           "main", "init_growth_rows", "judgement_row", "trained_summary", "trained_section", "check_trained_runs", "add_trained_rows", "INIT_TITLE",
+           "main", "init_growth_rows", "judgement_row", "trained_summary", "trained_section", "check_trained_runs",
+           "add_trained_rows", "INIT_TITLE",
            "TRAINED_TITLE", "trained_markdown_report", "check_overwrite", "trained_runs", "convergence_table"]
 
 # Statements that speak about trained weights; what the workbench checks instead.

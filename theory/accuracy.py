@@ -81,7 +81,8 @@ def measured_bound(law: str, metric: str, block: str, scheme: str | None = None,
     if rows.empty:
         return None
     worst = rows.loc[rows["worst_rel_error"].idxmax()]
-    return MeasuredBound(law, metric, block, scheme, width_law, len(rows), int((rows["accuracy"] == "within noise").sum()),
+    return MeasuredBound(law, metric, block, scheme, width_law, len(rows),
+                         int((rows["accuracy"] == "within noise").sum()),
                          float(rows["worst_rel_error"].median()), float(worst["worst_rel_error"]), _where(worst))
 
 

@@ -25,7 +25,7 @@ softmax rows where the mean-field law treats them as exchangeable and independen
 >>> resolve_width_law("finite-width", 4)
 Traceback (most recent call last):
 ...
-theory.constraints.ConstraintError: width=4 is not allowed: width >= 8 with width_law='finite-width' (or width_law='mean-field')
+theory.constraints.ConstraintError: width=4 is not allowed: width >= 8 with width_law='finite-width' (or mean-field)
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def resolve_width_law(law: str, width: int, tokens: int = 1) -> str:
         return "finite-width" if fits else "mean-field"
     if law == "finite-width" and width < FINITE_WIDTH_MIN:
         raise ConstraintError("width", width, f"width >= {FINITE_WIDTH_MIN} with width_law='finite-width' "
-                                              "(or width_law='mean-field')")
+                                              "(or mean-field)")
     return law
 
 
@@ -86,7 +86,8 @@ def add_width_law_argument(parser) -> None:
 
 
 def check_width_law(prog: str, law: str, setting) -> None:
-    """Exit 2 with one line naming ``--width-law`` when ``law`` does not take ``setting`` (:func:`resolve_width_law`)."""
+    """Exit 2 with one line naming ``--width-law`` when ``law`` does not take ``setting``
+    (:func:`resolve_width_law`)."""
     try:
         resolve_width_law(law, setting.width, setting.tokens)
     except ConstraintError as error:
@@ -215,19 +216,51 @@ def _attention_draws(unit: np.ndarray, score_scale: float, head_dim: int, causal
     return mixed @ mixed.transpose(0, 2, 1), norms
 
 
-def _controlled_mean(flat: np.ndarray, features: np.ndarray, tokens: int) -> tuple[np.ndarray, float]:
-    """The mean of the independent units ``flat`` (units, T^2) less what the ``features`` (units, k; each of known
-    mean 0) explain by least squares, and the larger relative standard error of its mean diagonal and its mean
-    off-diagonal entry."""
-    units = len(flat)
-    centred = features - features.mean(axis=0)
-    normal = centred.T @ centred + 1e-300 * np.eye(features.shape[1])  # (k, k); a feature that is 0 gets beta 0
-    beta = np.linalg.solve(normal, centred.T @ (flat - flat.mean(axis=0)))  # (k, T^2)
-    corrected = flat - features @ beta  # (units, T^2)
-    diag = corrected[:, :: tokens + 1].mean(axis=1)  # (units,): mean diagonal
-    parts = [diag] if tokens < 2 else [diag, (corrected.sum(axis=1) - diag * tokens) / (tokens * (tokens - 1))]
-    sem = max(float(part.std(ddof=features.shape[1] + 1) / math.sqrt(units) / abs(part.mean())) for part in parts)
-    return corrected.mean(axis=0), sem
+@dataclass
+class _ControlledMean:
+    """The running mean of independent units ``y`` (T^2 entries each) less what features ``f`` (k each, of known mean
+    0) explain by least squares, from sums only: ``beta = Cov(f)^-1 Cov(f, y)``, mean ``mean(y) - beta^T mean(f)``.
+    ``parts`` keeps each unit's mean diagonal and mean off-diagonal entry for the relative standard error."""
+
+    tokens: int
+    units: int = 0
+    sum_f: np.ndarray | float = 0.0  # (k,)
+    sum_ff: np.ndarray | float = 0.0  # (k, k)
+    sum_y: np.ndarray | float = 0.0  # (T^2,)
+    sum_fy: np.ndarray | float = 0.0  # (k, T^2)
+    features: list = field(default_factory=list)  # (units, k) blocks
+    parts: list = field(default_factory=list)  # (units, 2) blocks: mean diagonal, mean off-diagonal entry
+
+    def add(self, y: np.ndarray, f: np.ndarray) -> None:
+        """Units ``y`` (n, T^2) with their features ``f`` (n, k)."""
+        T = self.tokens
+        self.units += len(y)
+        self.sum_f, self.sum_ff = self.sum_f + f.sum(axis=0), self.sum_ff + f.T @ f
+        self.sum_y, self.sum_fy = self.sum_y + y.sum(axis=0), self.sum_fy + f.T @ y
+        diag = y[:, :: T + 1].mean(axis=1)  # (n,)
+        self.features.append(f)
+        self.parts.append(np.column_stack([diag, (y.sum(axis=1) - diag * T) / max(T * (T - 1), 1)]))
+
+    def _beta(self, cov_ff: np.ndarray, cov_fy: np.ndarray) -> np.ndarray:
+        return np.linalg.solve(cov_ff + 1e-300 * np.eye(len(cov_ff)), cov_fy)  # a feature that is 0 gets beta 0
+
+    def mean(self) -> np.ndarray:
+        """The controlled mean, (T^2,)."""
+        n, mean_f = self.units, self.sum_f / self.units
+        cov_ff = self.sum_ff - n * np.outer(mean_f, mean_f)  # (k, k)
+        beta = self._beta(cov_ff, self.sum_fy - np.outer(self.sum_f, self.sum_y) / n)  # (k, T^2)
+        return self.sum_y / n - mean_f @ beta
+
+    def relative_sem(self) -> float:
+        """The larger relative standard error of the controlled mean diagonal and mean off-diagonal entry."""
+        f, parts = np.concatenate(self.features), np.concatenate(self.parts)  # (units, k), (units, 2)
+        centred = f - f.mean(axis=0)
+        beta = self._beta(centred.T @ centred, centred.T @ (parts - parts.mean(axis=0)))  # (k, 2)
+        corrected = parts - f @ beta  # (units, 2)
+        columns = 1 if self.tokens < 2 else 2
+        ddof = f.shape[1] + 1
+        return max(float(corrected[:, c].std(ddof=ddof) / math.sqrt(self.units) / abs(corrected[:, c].mean()))
+                   for c in range(columns))
 
 
 def sampled_attention(R: np.ndarray, scale2: float, alpha_qk: float, width: int, head_dim: int, causal: bool,
@@ -241,9 +274,9 @@ def sampled_attention(R: np.ndarray, scale2: float, alpha_qk: float, width: int,
     values' Gram, ``E[v_j.v_l] = hd alpha_v g^2 R_hat_jl``, and ``W_o`` are averaged exactly. Draws come in
     antithetic pairs (:func:`_unit_tokens`, the same ``z``), and control variates of known mean remove what
     the query and key norms and the mean sample cosine explain of each entry (their means are 0 and
-    :func:`mean_sample_cosine`). The pairs double from :data:`FIRST_DRAW_WORK`/(2 T^2) until the relative sem
-    is at most ``target`` or :data:`MAX_DRAW_WORK`/T^2 draws are made. Generator: numpy's default seeded by
-    ``seed``; float64. Source: derived here (docs/derivations.md#finite-width-token-covariance).
+    :func:`mean_sample_cosine`; :class:`_ControlledMean`). The pairs double from :data:`FIRST_DRAW_WORK`/(2 T^2)
+    until the relative sem is at most ``target`` or :data:`MAX_DRAW_WORK`/T^2 draws are made. Generator: numpy's
+    default seeded by ``seed``; float64. Source: derived here (docs/derivations.md#finite-width-token-covariance).
 
     >>> value, sem = sampled_attention(np.eye(4), 1.0, 0.0, 64, 8, True, False, 0)
     >>> float(np.diag(value).mean().round(3)), sem < 0.0015  # uniform rows: E[sum_j r_hat_jl / t^2] = H_4/4
@@ -256,30 +289,29 @@ def sampled_attention(R: np.ndarray, scale2: float, alpha_qk: float, width: int,
     cap = max(pairs, MAX_DRAW_WORK // (2 * tokens**2))
     off = ~np.eye(tokens, dtype=bool)
     expected_cosine = mean_sample_cosine(R[off], width).mean() if tokens > 1 else 0.0
-    flats, features = [], []
+    average = _ControlledMean(tokens)
     while True:
-        pairs = min(pairs, cap - sum(map(len, flats)))
+        pairs = min(pairs, cap - average.units)
         unit = _unit_tokens(root, width, pairs, rng)  # (2 pairs, T, T')
         values, norms = _attention_draws(unit, scale2 * math.sqrt(alpha_qk / head_dim), head_dim, causal, rope, rng)
         total = np.square(unit.sum(axis=1)).sum(axis=1)  # (2 pairs,): |sum_t u_t|^2 = T + sum_{t != t'} r_hat_tt'
         cosine = (total - tokens) / max(tokens * (tokens - 1), 1) - expected_cosine
         drawn = np.column_stack([norms.mean(axis=2), cosine if tokens > 1 else np.zeros(2 * pairs)])  # (2 pairs, 3)
-        features.append(0.5 * (drawn[:pairs] + drawn[pairs:]))  # (pairs, 3): a pair is one unit
-        flats.append(0.5 * (values[:pairs] + values[pairs:]).reshape(pairs, -1))  # (pairs, T^2)
-        mean, sem = _controlled_mean(np.concatenate(flats), np.concatenate(features), tokens)
-        if sem <= target or sum(map(len, flats)) >= cap:
-            return scale2 * mean.reshape(tokens, tokens), sem
-        pairs = sum(map(len, flats))  # double the draws
+        average.add(0.5 * (values[:pairs] + values[pairs:]).reshape(pairs, -1),  # (pairs, T^2): a pair is one unit
+                    0.5 * (drawn[:pairs] + drawn[pairs:]))  # (pairs, 3)
+        sem = average.relative_sem()
+        if sem <= target or average.units >= cap:
+            return scale2 * average.mean().reshape(tokens, tokens), sem
+        pairs = average.units  # double the draws
 
 
 def attention_nodes(depth: int) -> np.ndarray:
-    """Blocks at which the attention average is drawn: the powers of two up to ``depth``, and ``depth``.
+    """Blocks at which the attention average is drawn: the powers of two up to ``depth``.
 
     >>> attention_nodes(12).tolist(), len(attention_nodes(10**6))
-    ([1, 2, 4, 8, 12], 21)
+    ([1, 2, 4, 8], 20)
     """
-    powers = 2 ** np.arange(int(math.log2(depth)) + 1)
-    return np.unique(np.append(powers[powers <= depth], depth)).astype(np.int64)
+    return 2 ** np.arange(int(math.log2(depth)) + 1, dtype=np.int64)
 
 
 @dataclass

@@ -265,8 +265,8 @@ def _build() -> dict[str, Lemma]:
             growth="Theta(exp(L))",
             notes="Exponential with rate log(1 + alpha rho), below P2 Theorem 1's 2 log(1 + sqrt(alpha rho)).",
             related=("p2-thm-1",),
-            exact_for=('var, var_mlp of the masked linear stack without a norm (scheme none, linear block); angular '
-                       'approx'),
+            exact_for=("var, var_mlp of the masked linear stack without a norm (scheme none, linear block); "
+                       "angular approx"),
         ),
         Lemma(
             id="exact-weight-decay",
@@ -280,7 +280,7 @@ def _build() -> dict[str, Lemma]:
             growth="O(1)",
             notes="Converges to eta^2 sigma_G^2/(1 - (1 - eta lam)^2) = eta sigma_G^2/(lam (2 - eta lam)).",
             related=("p2-thm-3",),
-            exact_for='the weight-decay process (every step)',
+            exact_for="the weight-decay process (every step)",
         ),
         Lemma(
             id="preln-init",
@@ -295,9 +295,9 @@ def _build() -> dict[str, Lemma]:
             growth="Theta(L)",
             notes="Linear, not exponential: the norm output has unit variance whatever sigma_l is.",
             related=("p1-lemma-3.2",),
-            exact_for=('var, var_mlp of linear and MLP blocks under every scheme with a norm; of attention, transformer '
-                       'and llama blocks only in the uniform-attention regime (alpha_q alpha_k g^4 <= 0.02, Pre-LN-type '
-                       'schemes); angular approx everywhere'),
+            exact_for=("var, var_mlp of linear and MLP blocks under every scheme with a norm; of attention, "
+                       "transformer and llama blocks only in the uniform-attention regime (alpha_q alpha_k g^4 "
+                       "<= 0.02, Pre-LN-type schemes); angular approx everywhere"),
         ),
         Lemma(
             id="lns-init",
@@ -316,8 +316,8 @@ def _build() -> dict[str, Lemma]:
             "softmax rows tend to uniform as g_l -> 0 (scores scale like g_l^2), so c is then the "
             "uniform-attention constant, not the g = 1 one.",
             related=("p1-lns",),
-            exact_for=('var, var_mlp of linear and MLP blocks under LNS; of attention-bearing blocks only in the '
-                       'uniform-attention regime; angular approx everywhere'),
+            exact_for=("var, var_mlp of linear and MLP blocks under LNS; of attention-bearing blocks only in the "
+                       "uniform-attention regime; angular approx everywhere"),
         ),
         Lemma(
             id="moe-gates",
@@ -333,8 +333,8 @@ def _build() -> dict[str, Lemma]:
             "same factor holds for the Jacobian only with locally constant routing (gate derivatives "
             "dropped).",
             related=("p2-thm-5",),
-            exact_for=('var_mlp of MoE blocks behind a norm (softmax or uniform gates), in the token-covariance '
-                       'recursion'),
+            exact_for=("var_mlp of MoE blocks behind a norm (softmax or uniform gates), in the token-covariance "
+                       "recursion"),
         ),
         Lemma(
             id="gqa-init",
@@ -347,7 +347,7 @@ def _build() -> dict[str, Lemma]:
             symbolic_check=ck.check_gqa_init,
             notes="No 1/G: contradicts P2's sigma_V^2/(G n) at init.",
             related=("p2-gqa",),
-            exact_for='var_attn in the uniform-attention regime (alpha_q alpha_k g^4 <= 0.02, Pre-LN-type schemes)',
+            exact_for="var_attn in the uniform-attention regime (alpha_q alpha_k g^4 <= 0.02, Pre-LN-type schemes)",
         ),
         Lemma(
             id="causal-attention",
@@ -361,8 +361,8 @@ def _build() -> dict[str, Lemma]:
             symbolic_check=ck.check_causal,
             notes="H_T/T ~ log(T)/T, a factor H_T above P2 Theorem 4's 1/T.",
             related=("p2-thm-4",),
-            exact_for=('var_attn and token_cos in the uniform-attention regime (alpha_q alpha_k g^4 <= 0.02, Pre-LN-type'
-                       ' schemes, not MoE); approx elsewhere'),
+            exact_for=("var_attn and token_cos in the uniform-attention regime (alpha_q alpha_k g^4 <= 0.02, "
+                       "Pre-LN-type schemes, not MoE); approx elsewhere"),
         ),
         Lemma(
             id="jacobian-init",
@@ -378,7 +378,7 @@ def _build() -> dict[str, Lemma]:
             notes="Pre-LN: kappa/sqrt(sigma_0^2 + v (l-1)) = Theta(l^-1/2); LNS: Theta(1/sqrt(l log l)); SwiGLU under "
             "LNS has kappa ~ g_l, one more 1/sqrt(l). Linear Pre-LN end-to-end gain^2 = sigma_L^2/sigma_0^2.",
             related=("p1-ln-jacobian", "p1-thm-3.3"),
-            exact_for='none of its curves (jac_dev, e2e_gain are ratios of expectations: approx)',
+            exact_for="none of its curves (jac_dev, e2e_gain are ratios of expectations: approx)",
         ),
         Lemma(
             id="bridge-aligned",
@@ -395,7 +395,7 @@ def _build() -> dict[str, Lemma]:
             "quadratic; a = kappa sigma_l: exponential (1 + kappa)^(2L). P1 Lemma 3.2's step equals the "
             "aligned step with a = c/2 minus c^2/4, hence its quadratic growth.",
             related=("p1-lemma-3.2",),
-            exact_for='var of linear and MLP blocks with a planted aligned part under Pre-LN-type schemes',
+            exact_for="var of linear and MLP blocks with a planted aligned part under Pre-LN-type schemes",
         ),
     ]
     return {entry.id: entry for entry in entries}
