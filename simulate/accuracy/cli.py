@@ -84,10 +84,13 @@ def resolution_line(table: pd.DataFrame) -> str:
     """The smallest relative error the map resolves: ``Z_LIMIT`` relative sem of ``var`` at the last layer, over its
     cells (median and range).
 
-    >>> print(resolution_line(pd.DataFrame({"metric": ["var", "var", "angular"], "rel_sem": [0.002, 0.004, 0.1]})))
+    >>> rows = pd.DataFrame({"scheme": "pre", "block": "mlp", "width": [16, 16, 64, 64], "tokens": 8, "causal": True,
+    ...                      "metric": ["var", "var", "var", "angular"], "rel_sem": [0.002, 0.002, 0.004, 0.1]})
+    >>> print(resolution_line(rows))
     smallest error resolved (4 sem of var at the last layer): median 1.20 %, from 0.80 % to 1.60 % over 2 cells
     """
-    limits = Z_LIMIT * table.loc[table["metric"] == "var", "rel_sem"].dropna()
+    var = table[table["metric"] == "var"].drop_duplicates(["scheme", "block", "width", "tokens", "causal"])
+    limits = Z_LIMIT * var["rel_sem"].dropna()  # one per cell: every law's var curve shares the cell's measurement
     if limits.empty:
         return "smallest error resolved: no var curve measured"
     return (f"smallest error resolved ({Z_LIMIT:g} sem of var at the last layer): median {limits.median():.2%}, "

@@ -13,6 +13,9 @@ i.i.d. zero-mean Gaussian weights, no biases, norms
 without epsilon (``||N(x)||^2 = d`` exactly), branch masks ``Bernoulli(rho)`` over
 features shared by the tokens; the stream coordinates are then zero-mean and
 uncorrelated, so the ``var`` metric (unbiased over features) equals ``v`` in expectation.
+``width_law`` picks how a sublayer reads its input's token cosines: their mean-field value (``mean-field``) or
+their law at the setting's width (``finite-width``, docs/derivations.md#finite-width-token-covariance; ``auto``,
+the default, takes it for ``8 <= d < 4096`` and ``T <= 256``); the kinds below are the same under both.
 
 Kinds: ``exact`` where the law is an equality in expectation under these assumptions
 (Pre-LN-type variance of linear/MLP stacks, LNS, masked linear, ReLU without norm, post
@@ -278,6 +281,9 @@ def predict(setting: Setting, width_law: str = "auto") -> pd.DataFrame:
     the random-init laws of :func:`theory.meanfield.stack_recursion.stream_recursion` (kinds in the module
     docstring) and the paper statements that apply (P1 Lemma 3.2 / LNS with ``c = 1``,
     P2 Theorems 1, 2 (upper), 4, GQA (approx); P2 Theorem 5 for MoE).
+    ``width_law``: ``mean-field``, ``finite-width`` or ``auto``
+    (:func:`theory.meanfield.finite_width.resolve_width_law`; an unknown value, or ``finite-width`` below
+    ``d = 8``, raises :class:`theory.constraints.ConstraintError`).
     Source: derived here (docs/derivations.md); paper rows cite their statement in ``law``.
 
     >>> t = predict(Setting(preset=None, block="mlp", activation="relu", depth=2, width=64, ffn_width=256))
