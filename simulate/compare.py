@@ -52,6 +52,7 @@ from simulate.cache import cached_simulate
 from simulate.claims.verdicts import Verdict
 from simulate.engine import NumericalBlowUp
 from theory.accuracy import measured_bound
+from theory.meanfield.finite_width import resolve_width_law
 from theory.setting import Setting
 
 __all__ = ["COLUMNS", "Z_LIMIT", "APPROX_REL_TOLERANCE", "CURVE_WORDS", "VERDICT_WORDS", "describe_setting",
@@ -204,7 +205,8 @@ def layer_errors(measured: pd.DataFrame, curve: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted: pd.DataFrame,
-            blowup_layer: int | None = None, block: str | None = None, scheme: str | None = None) -> list[dict]:
+            blowup_layer: int | None = None, block: str | None = None, scheme: str | None = None,
+            width_law: str | None = None) -> list[dict]:
     """Rows of the verify table for one lemma and one setting.
 
     Parameters
@@ -213,9 +215,10 @@ def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted
         Simulator table (``layer, metric, mean, sem, ci_low, ci_high, n``).
     predicted : DataFrame
         Rows of ``theory.predict`` for this lemma (``layer, metric, law, kind, value``).
-    block, scheme : str, optional
-        The setting's block (``llama`` for the preset) and scheme: the comment of an approximate curve then
-        gives its errors measured by the shipped accuracy map there (:func:`theory.accuracy.measured_bound`).
+    block, scheme, width_law : str, optional
+        The setting's block (``llama`` for the preset), scheme and the width law of ``predicted``
+        (``mean-field`` or ``finite-width``): the comment of an approximate curve then gives its errors measured
+        by the shipped accuracy map there (:func:`theory.accuracy.measured_bound`).
     """
     rows = []
     for (metric, kind), curve in predicted.groupby(["metric", "kind"], sort=True, observed=True):
@@ -234,7 +237,8 @@ def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted
         last = both.iloc[-1]
         tightness = float(last["mean"] / last["value"]) if kind in ("upper", "lower") and last["value"] else math.nan
         comment = _comment(kind, verdict, both, z, excess, worst, tightness, blowup_layer)
-        if kind == "approx" and block is not None and (bound := measured_bound(lemma_id, metric, block, scheme)):
+        if kind == "approx" and block is not None and (bound := measured_bound(lemma_id, metric, block, scheme,
+                                                                               width_law)):
             comment += f"; {bound.sentence()}"
         rows.append(verdict_row(lemma_id, setting_label, metric, kind=kind, layer=int(last["layer"]),
                          predicted=float(last["value"]), measured=float(last["mean"]), ci_low=float(last["ci_low"]),
@@ -310,5 +314,6 @@ def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0, width_law
                              comment="theory.predict gives no curve for this law in this setting"))
         else:
             rows += compare(lemma_id, label, measured, curve, blowup, block=setting.preset or setting.block,
-                            scheme=setting.scheme)
+                            scheme=setting.scheme, width_law=resolve_width_law(width_law, setting.width,
+                                                                               setting.tokens))
     return rows
