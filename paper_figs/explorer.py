@@ -32,7 +32,7 @@ from simulate.compare import compare, verdict_sentence
 from simulate.engine import metrics_of_block
 
 __all__ = ["EXPLORER_FIELDS", "DEFAULTS", "SEED_MAX", "NEEDS", "METRIC_AXES", "applies", "setting_title",
-           "build_setting", "reference_law", "explorer_figure", "run_setting", "Explorer"]
+           "build_setting", "law_label", "reference_law", "explorer_figure", "run_setting", "Explorer"]
 
 # The Setting fields the explorer's widgets set, in the order its title lists them.
 EXPLORER_FIELDS = ("scheme", "block", "depth", "width", "tokens", "heads", "kv_heads", "mask_density", "top_k",
@@ -129,6 +129,21 @@ def run_setting(setting, metric: str, samples: int, *, seed: int = 0, progress: 
         return stop.table, stop.layer
 
 
+def law_label(prediction, metric: str, law: str) -> str:
+    """The legend entry of one law's curve of ``metric``: its id and its kinds in layer order (a law whose curve
+    changes kind along the depth, e.g. Mix-LN's, is one entry: ``exact, then approx``).
+
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"layer": [0, 1, 2], "metric": "var", "law": "preln-init", "kind": ["exact", "exact",
+    ...                      "approx"], "value": 1.0})
+    >>> law_label(rows, "var", "preln-init")
+    'preln-init (exact, then approx)'
+    """
+    rows = prediction[(prediction["metric"] == metric) & (prediction["law"] == law)].sort_values("layer")
+    kinds = list(dict.fromkeys(rows["kind"].astype(str)))
+    return f"{law} ({', then '.join(kinds)})"
+
+
 def explorer_figure(setting, metric: str, table, prediction, blowup, samples: int, seed: int = 0):
     """One run drawn over every theory curve of ``metric``: x from 0 to the depth, the whole setting in the title.
 
@@ -154,8 +169,11 @@ def explorer_figure(setting, metric: str, table, prediction, blowup, samples: in
     # past a blow-up the theory runs off the top: the limits follow the measurement
     ceiling = 1e250 if blowup is None or not len(measured) else 1e3 * np.abs(measured).max()
     drawn = plot_theory(ax, prediction, metric, ceiling=ceiling)
-    for index, (law, kind, curve) in enumerate(drawn):
-        curve.set_color(f"C{index + 1}")
+    colours: dict[str, int] = {}  # one colour and one legend entry per law, exact or approximate in parts
+    for law, kind, curve in drawn:
+        seen = law in colours
+        curve.set_color(f"C{colours.setdefault(law, len(colours)) + 1}")
+        curve.set_label("_nolegend_" if seen else law_label(prediction, metric, law))
         sources(fig).append(Source(curve, metric, (setting,), law=law, kind=kind))
     ax.set_xlim(0, setting.depth)
     label, log = METRIC_AXES.get(metric, (metric, False))

@@ -160,8 +160,8 @@ def with_aliases(predicted: pd.DataFrame, aliases: dict | None, x: str = "x") ->
     """``predicted`` with each law of ``aliases`` (``{law: the id theory.predict gives it elsewhere}``) filled in
     at the knob values where it has no row but its other id has; column ``source_law`` keeps the id read.
 
-    The theory names one law differently at the end of a knob's range (GQA's ``exact-gqa-init`` is
-    ``exact-causal-attention`` at G = 1, where no key-value head is shared), so a sweep's line would start
+    The theory names one law differently at the end of a knob's range (GQA's ``gqa-init`` is
+    ``causal-attention`` at G = 1, where no key-value head is shared), so a sweep's line would start
     one value late.
 
     >>> p = pd.DataFrame({"x": [1, 2], "law": ["a", "b"], "kind": "exact", "value": [1.0, 2.0]})

@@ -140,12 +140,12 @@ def verdict_commentary(table: pd.DataFrame) -> list[str]:
     largest last-layer ``|z|`` shown); a bound gives its tightness; a growth class or a claim (whose ``z`` is no
     distance from a curve) one line per setting with its fit in words; every other verdict one line per setting.
 
-    >>> t = pd.DataFrame({"id": ["exact-moe", "p1-lemma-3.2"], "kind": ["exact", "growth"], "verdict": "holds",
+    >>> t = pd.DataFrame({"id": ["moe-gates", "p1-lemma-3.2"], "kind": ["exact", "growth"], "verdict": "holds",
     ...                   "z": [1.5, 14.1], "setting": ["a", "b"], "metric": ["var_mlp", "var_growth"], "layer": 4,
     ...                   "comment": ["", "exponent 1.2 [1.1, 1.3]: Theta(L) holds"]})
     >>> print("\\n".join(line for line in verdict_commentary(t) if "theory's note" not in line))  # doctest: +ELLIPSIS
-    === holds: 2 rows, lemmas exact-moe, p1-lemma-3.2
-      exact-moe (derived here ...), exact curve, 1 settings: within 4 sem at every layer (last-layer |z| <= 1.50)
+    === holds: 2 rows, lemmas moe-gates, p1-lemma-3.2
+      moe-gates (derived here ...), exact curve, 1 settings: within 4 sem at every layer (last-layer |z| <= 1.50)
       p1-lemma-3.2 (P1 Lemma 3.2), growth class, 1 settings, judged by the growth class of the measured curve (no |z| ...
         [b] var_growth L=4: exponent 1.2 [1.1, 1.3]: Theta(L) holds
     """

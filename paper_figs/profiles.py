@@ -38,8 +38,8 @@ def derived_here(prediction):
     """The law ids of ``prediction`` derived here (exact laws and the bridge), not the papers' statements.
 
     >>> import pandas as pd
-    >>> derived_here(pd.DataFrame({"law": ["p1-lemma-3.2", "exact-preln-init"]}))
-    ['exact-preln-init']
+    >>> derived_here(pd.DataFrame({"law": ["p1-lemma-3.2", "preln-init"]}))
+    ['preln-init']
     """
     import theory
 

@@ -17,7 +17,7 @@ __all__ = ["GQA_LAWS", "sweep_figure", "masked_linear", "moe_topk", "gqa_groups"
 
 # The GQA laws and the ids theory.predict gives them at G = 1 (no key-value head shared): there the group law is
 # plain attention's and P2's GQA statement reduces to its Theorem 4 (paper_figs.measure.with_aliases).
-GQA_LAWS = {"exact-gqa-init": "exact-causal-attention", "p2-gqa": "p2-thm-4"}
+GQA_LAWS = {"gqa-init": "causal-attention", "p2-gqa": "p2-thm-4"}
 
 
 def _base(quick: bool, **kw) -> Setting:

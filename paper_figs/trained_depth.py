@@ -26,7 +26,7 @@ __all__ = ["variance_figure", "trained_variance", "trained_pruning", "trained_an
 
 _SCHEMES = ("pre", "lns")
 _LABEL = {"pre": "Pre-LN", "lns": "LNS"}
-_INIT_LAW = {"pre": "exact-preln-init", "lns": "exact-lns-init"}
+_INIT_LAW = {"pre": "preln-init", "lns": "lns-init"}
 
 
 def _var_band(paths, step: int):
@@ -81,7 +81,7 @@ def variance_figure(groups: dict):
     figure_legend(fig, [((Line2D([], [], color="0.4", marker="o", markersize=2.5, lw=1),
                           Patch(color="0.4", alpha=0.2, lw=0)), f"measured at one logged step: {band}"),
                          (Line2D([], [], color="k", linestyle=LAW_LINESTYLE["exact"]),
-                          "random-init law (exact-preln-init / exact-lns-init): step 0's theory")])
+                          "random-init law (preln-init / lns-init): step 0's theory")])
     return fig
 
 

@@ -51,6 +51,7 @@ import pandas as pd
 from simulate.cache import cached_simulate
 from simulate.engine import NumericalBlowUp
 from theory.accuracy import measured_bound
+from theory.meanfield.finite_width import resolve_width_law
 from theory.setting import Setting
 from theory.verdicts import Verdict
 
@@ -93,8 +94,8 @@ _KIND_WORDS = {"exact": "exact law", "approx": "approximate law", "upper": "uppe
 def describe_curve(lemma_id: str, kind: str) -> str:
     """What the compared curve of ``lemma_id`` (of this ``kind``) is, in words: the thing a verdict judges.
 
-    >>> describe_curve("exact-preln-init", "exact")
-    'the exact law exact-preln-init (derived here)'
+    >>> describe_curve("preln-init", "exact")
+    'the exact law preln-init (derived here)'
     >>> print(describe_curve("p1-lemma-3.2", "growth"))
     the growth class P1 Lemma 3.2 states (fitted to the measured curve, no constant assumed)
     """
@@ -115,8 +116,8 @@ def describe_curve(lemma_id: str, kind: str) -> str:
 def verdict_sentence(row: dict) -> str:
     """One line for a reader: what was compared, what the verdict says, and the numbers behind it.
 
-    >>> print(verdict_sentence({"id": "exact-preln-init", "kind": "exact", "verdict": "holds", "comment": "z 1"}))
-    the exact law exact-preln-init (derived here) agrees with the measurement within 4 sem at every layer (z 1)
+    >>> print(verdict_sentence({"id": "preln-init", "kind": "exact", "verdict": "holds", "comment": "z 1"}))
+    the exact law preln-init (derived here) agrees with the measurement within 4 sem at every layer (z 1)
     """
     words = VERDICT_WORDS.get(row["verdict"], row["verdict"])
     return f"{describe_curve(row['id'], row['kind'])} {words} ({row['comment']})"
@@ -204,7 +205,8 @@ def layer_errors(measured: pd.DataFrame, curve: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted: pd.DataFrame,
-            blowup_layer: int | None = None, block: str | None = None, scheme: str | None = None) -> list[dict]:
+            blowup_layer: int | None = None, block: str | None = None, scheme: str | None = None,
+            width_law: str | None = None) -> list[dict]:
     """Rows of the verify table for one lemma and one setting.
 
     Parameters
@@ -213,9 +215,10 @@ def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted
         Simulator table (``layer, metric, mean, sem, ci_low, ci_high, n``).
     predicted : DataFrame
         Rows of ``theory.predict`` for this lemma (``layer, metric, law, kind, value``).
-    block, scheme : str, optional
-        The setting's block (``llama`` for the preset) and scheme: the comment of an approximate curve then
-        gives its errors measured by the shipped accuracy map there (:func:`theory.accuracy.measured_bound`).
+    block, scheme, width_law : str, optional
+        The setting's block (``llama`` for the preset), scheme and the width law of ``predicted``
+        (``mean-field`` or ``finite-width``): the comment of an approximate curve then gives its errors measured
+        by the shipped accuracy map there (:func:`theory.accuracy.measured_bound`).
     """
     rows = []
     for (metric, kind), curve in predicted.groupby(["metric", "kind"], sort=True, observed=True):
@@ -234,7 +237,8 @@ def compare(lemma_id: str, setting_label: str, measured: pd.DataFrame, predicted
         last = both.iloc[-1]
         tightness = float(last["mean"] / last["value"]) if kind in ("upper", "lower") and last["value"] else math.nan
         comment = _comment(kind, verdict, both, z, excess, worst, tightness, blowup_layer)
-        if kind == "approx" and block is not None and (bound := measured_bound(lemma_id, metric, block, scheme)):
+        if kind == "approx" and block is not None and (bound := measured_bound(lemma_id, metric, block, scheme,
+                                                                               width_law)):
             comment += f"; {bound.sentence()}"
         rows.append(verdict_row(lemma_id, setting_label, metric, kind=kind, layer=int(last["layer"]),
                          predicted=float(last["value"]), measured=float(last["mean"]), ci_low=float(last["ci_low"]),
@@ -277,7 +281,7 @@ def verdict_row(lemma_id, setting_label, metric, **values) -> dict:
     return row
 
 
-def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0) -> list[dict]:
+def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0, width_law: str = "auto") -> list[dict]:
     """Verdict rows of ``lemma_ids`` in ``setting``: simulate (through the cache), predict, compare.
 
     Parameters
@@ -287,6 +291,8 @@ def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0) -> list[d
         Ids of :data:`theory.LEMMAS`; each is compared on the curves ``theory.predict`` gives it.
     samples, seed : int
         Monte-Carlo samples and seed of the simulation.
+    width_law : str
+        The law of the token covariance ``theory.predict`` uses (``mean-field``, ``finite-width``, ``auto``).
 
     Returns
     -------
@@ -297,7 +303,7 @@ def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0) -> list[d
 
 
     label = describe_setting(setting)
-    prediction = theory.predict(setting)
+    prediction = theory.predict(setting, width_law=width_law)
     curves = {i: prediction[prediction["law"] == i] for i in lemma_ids}
     metrics = sorted({m for curve in curves.values() for m in curve["metric"].unique()})
     measured, blowup = run_monte_carlo(setting, samples=samples, seed=seed, metrics=metrics or ("var",))
@@ -308,5 +314,6 @@ def check(setting: Setting, lemma_ids, *, samples: int, seed: int = 0) -> list[d
                              comment="theory.predict gives no curve for this law in this setting"))
         else:
             rows += compare(lemma_id, label, measured, curve, blowup, block=setting.preset or setting.block,
-                            scheme=setting.scheme)
+                            scheme=setting.scheme, width_law=resolve_width_law(width_law, setting.width,
+                                                                               setting.tokens))
     return rows

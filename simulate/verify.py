@@ -10,7 +10,7 @@ P2 Theorem 3 and the exact weight-decay law describe a training process: they ar
 checked against :func:`simulate.weight_decay_process` instead of a stack.
 
 >>> sorted(lemma_settings(quick=True))[:2]
-['bridge-aligned', 'exact-causal-attention']
+['bridge-aligned', 'causal-attention']
 """
 
 from __future__ import annotations
@@ -32,17 +32,19 @@ from simulate.runtime.interrupts import deferred_signals, exit_code, handle_sign
 from theory.cli import CliParser, add_progress_argument, fail, markdown_table, output_path, progress_enabled
 from theory.constraints import ConstraintError
 from theory.files import write_text_atomic
+from theory.meanfield.finite_width import add_width_law_argument
 from theory.setting import Setting
 from theory.verdicts import Verdict
 
-__all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "summarize", "to_markdown", "main",
-           "init_growth_rows", "judgement_row", "trained_summary", "trained_section", "check_trained_runs", "add_trained_rows", "INIT_TITLE",
+__all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "summarize", "approximate_errors", "to_markdown",
+           "main", "init_growth_rows", "judgement_row", "trained_summary", "trained_section", "check_trained_runs",
+           "add_trained_rows", "INIT_TITLE",
            "TRAINED_TITLE", "trained_markdown_report", "check_overwrite", "trained_runs", "convergence_table"]
 
 # Statements that speak about trained weights; what the workbench checks instead.
 NOT_AT_INIT = {
     "p1-thm-3.3": ("assumes exponential variance growth, which needs sublayers that grow with the stream "
-                   "(trained weights); at init growth is additive (exact-preln-init) and the aligned family "
+                   "(trained weights); at init growth is additive (preln-init) and the aligned family "
                    "with constant a is at most quadratic (bridge-aligned)"),
 }
 # Laws about the weight-decay training process, checked against simulate.weight_decay_process.
@@ -110,16 +112,16 @@ def lemma_settings(quick: bool = True) -> dict[str, list[Setting]]:
     process = [Setting(lr=lr, weight_decay=lam, grad_noise_std=g)
                for lr, lam, g in ((1e-2, 0.1, 1.0), (0.1, 1.0, 1.0), (0.5, 1.0, 2.0), (1.0, 1.0, 1.0))]
     return {
-        "p1-lemma-3.2": pre_like("pre"), "exact-preln-init": pre_like("pre"),
-        "p1-lns": pre_like("lns"), "exact-lns-init": pre_like("lns"),
-        "p1-ln-jacobian": jacobian, "exact-jacobian-init": jacobian,
+        "p1-lemma-3.2": pre_like("pre"), "preln-init": pre_like("pre"),
+        "p1-lns": pre_like("lns"), "lns-init": pre_like("lns"),
+        "p1-ln-jacobian": jacobian, "jacobian-init": jacobian,
         "p1-thm-3.3": [],
-        "p2-thm-1": masked_linear, "exact-masked-linear": masked_linear,
+        "p2-thm-1": masked_linear, "masked-linear": masked_linear,
         "p2-thm-2": masked_blocks,
         "p2-thm-3": process, "exact-weight-decay": process,
-        "p2-thm-4": uniform_attention, "exact-causal-attention": causal_attention,
-        "p2-thm-5": moe_uniform, "exact-moe": moe_uniform + moe_softmax,
-        "p2-gqa": gqa, "exact-gqa-init": gqa,
+        "p2-thm-4": uniform_attention, "causal-attention": causal_attention,
+        "p2-thm-5": moe_uniform, "moe-gates": moe_uniform + moe_softmax,
+        "p2-gqa": gqa, "gqa-init": gqa,
         "bridge-aligned": aligned,
     }
 
@@ -145,7 +147,7 @@ def _process_rows(lemma_id: str, setting: Setting, size: _Sizes) -> list[dict]:
     return compare(lemma_id, label, measured, predicted)
 
 
-def verify(quick: bool = True, progress: bool = False, only=None, depths=None) -> pd.DataFrame:
+def verify(quick: bool = True, progress: bool = False, only=None, depths=None, width_law: str = "auto") -> pd.DataFrame:
     """Compare every lemma of :data:`theory.LEMMAS` with the simulator.
 
     Parameters
@@ -158,6 +160,8 @@ def verify(quick: bool = True, progress: bool = False, only=None, depths=None) -
         Lemma ids to check (default: all).
     depths : iterable of int, optional
         Keep only settings of these depths (smaller runs, e.g. in tests).
+    width_law : str
+        The law of the token covariance ``theory.predict`` uses (``mean-field``, ``finite-width``, ``auto``).
 
     Returns
     -------
@@ -191,7 +195,7 @@ def verify(quick: bool = True, progress: bool = False, only=None, depths=None) -
     try:
         for setting, lemma_ids in bar:
             bar.set_postfix_str(describe_setting(setting), refresh=False)
-            rows += check(setting, lemma_ids, samples=size.samples)
+            rows += check(setting, lemma_ids, samples=size.samples, width_law=width_law)
             finished += 1
     except KeyboardInterrupt as stop:  # Ctrl-C: main reports how far it got
         stop.finished, stop.total = finished, len(pending)
@@ -236,10 +240,27 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
                      "max_rel_error_last": float(laws["rel_error"].max()) if laws["rel_error"].notna().any()
                      else math.nan,
                      "tightness": f"{tight.min():.3g}..{tight.max():.3g}" if len(tight) else "",
-                     "approx_curves": (f"{len(approx) - len(off)}/{len(approx)} within {APPROX_REL_TOLERANCE:.0%}"
-                                       + (f"; last-layer error up to {approx['rel_error'].max():.0%}"
-                                          if len(off) else "")) if len(approx) else ""})
+                     "approx_curves": (f"{len(approx) - len(off)}/{len(approx)} within {APPROX_REL_TOLERANCE:.0%}: "
+                                       + approximate_errors(approx)) if len(approx) else ""})
     return pd.DataFrame(rows)
+
+
+def approximate_errors(approx: pd.DataFrame) -> str:
+    """The approximate curves of verify rows ``approx``, named: per metric, the largest relative error at the last
+    layer and the setting where it was measured.
+
+    >>> rows = pd.DataFrame({"metric": ["var", "var", "token_cos"], "rel_error": [0.004, 0.019, 0.03],
+    ...                      "setting": ["block=mlp", "block=transformer", "block=transformer"]})
+    >>> approximate_errors(rows)
+    'token_cos 3.0 % (block=transformer), var 1.9 % (block=transformer)'
+    """
+    words = []
+    for metric, group in approx.groupby("metric", sort=True):
+        errors = group["rel_error"].astype(float)
+        if errors.notna().any():
+            worst = group.loc[errors.idxmax()]
+            words.append(f"{metric} {float(worst['rel_error']):.1%} ({worst['setting']})".replace("%", " %"))
+    return ", ".join(words)
 
 
 def to_markdown(table: pd.DataFrame) -> str:
@@ -463,6 +484,7 @@ def main(argv=None) -> int:
                              "cached trainings, see docs/scores.md); the random-init lemmas are not rerun")
     parser.add_argument("--confidence", type=float, default=CONFIDENCE,
                         help="with --trained: the level of every interval and test, in (0, 1) (default 0.95)")
+    add_width_law_argument(parser)
     add_progress_argument(parser)
     args = parser.parse_args(argv)
     trained = args.trained is not None
@@ -470,6 +492,8 @@ def main(argv=None) -> int:
         INFERENCE_FIELDS["confidence"].check("confidence", args.confidence)
     except ConstraintError as error:
         fail(prog, f"--confidence: {error}")
+    if args.width_law != "auto" and trained:
+        fail(prog, "--width-law is allowed only without --trained: it picks the law of the random-init predictions")
     if args.confidence != CONFIDENCE and not trained:
         fail(prog, "--confidence is allowed only with --trained: the random-init verdicts are judged in sem (|z| <= 4)")
     if trained and args.only is not None:
@@ -491,7 +515,7 @@ def main(argv=None) -> int:
                 table = add_trained_rows(prog, pd.DataFrame(columns=COLUMNS), runs, progress, args.confidence)
                 convergence = convergence_table(runs)
             else:
-                table = verify(quick=args.quick, progress=progress, only=only)
+                table = verify(quick=args.quick, progress=progress, only=only, width_law=args.width_law)
         except KeyboardInterrupt as stop:  # nothing is written before the end: nothing half-written
             return _interrupted(prog, stop, out)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):

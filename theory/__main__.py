@@ -28,6 +28,7 @@ from theory.cli import (CliParser, add_progress_argument, estimated_size, fail, 
                         progress_enabled, table_format, write_table)
 from theory.files import atomic_write
 from theory.layer_selection import LAYERS_ALLOWED, LayerSelection, layer_selection_type, rows_at_layers
+from theory.meanfield.finite_width import add_width_law_argument, check_width_law
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
 from theory.symbolic.lemmas import LEMMAS, Lemma
 
@@ -59,12 +60,13 @@ def build_parser() -> CliParser:
 
 
 def format_list(kind: str | None = None) -> str:
-    """``ID  SOURCE  statement`` lines, columns aligned, for all lemmas or one kind."""
+    """``ID  SOURCE  statement`` lines, columns aligned, for all lemmas or one kind; a derived law's line ends with
+    ``[exact for: ...]``, the curves of ``theory predict`` it labels exact (its others are approximate)."""
     chosen = [entry for entry in LEMMAS.values() if kind in (None, entry.kind)]
     id_width = max(len(entry.id) for entry in chosen)
     source_width = max(len(entry.source) for entry in chosen)
     return "\n".join(f"{entry.id:<{id_width}}  {entry.source:<{source_width}}  {sp.sstr(entry.statement)}"
-                     for entry in chosen)
+                     + (f"  [exact for: {entry.exact_for}]" if entry.exact_for else "") for entry in chosen)
 
 
 def _indent(text: str) -> str:
@@ -90,7 +92,8 @@ def _check_result(entry: Lemma, run: bool) -> str:
 
 def format_show(entry: Lemma, *, unicode: bool = True, run_check: bool = True) -> str:
     """The full description of one lemma, as ``show`` prints it."""
-    parts = [f"{entry.id}  [{entry.kind}]  {entry.source}", entry.title, "",
+    kind = f"exact for: {entry.exact_for}" if entry.exact_for else entry.kind
+    parts = [f"{entry.id}  [{kind}]  {entry.source}", entry.title, "",
              "Statement:", _indent(_pretty(entry.statement, unicode)),
              "LaTeX:", _indent(sp.latex(entry.statement)),
              "Assumptions:", _indent(textwrap.fill(entry.assumptions, 88))]
@@ -109,8 +112,8 @@ def format_show(entry: Lemma, *, unicode: bool = True, run_check: bool = True) -
     if len(measured):
         table = measured.assign(**{c: measured[c].map(lambda v: f"{v:.2%}")
                                    for c in ("median_rel_error", "worst_rel_error")})
-        parts += [f"Measured at init ({MAP_PATH.parent.name}, docs/accuracy.md): per metric and block over every "
-                  "scheme, the resolved cells without a blow-up, how many within noise, the median and worst "
+        parts += [f"Measured at init ({MAP_PATH.parent.name}, docs/accuracy.md): per metric, block and scheme, the "
+                  "curves' kinds, the resolved cells without a blow-up, how many within noise, the median and worst "
                   "relative errors, where the worst is", _indent(table.to_string(index=False))]
     return "\n".join(parts)
 
@@ -150,12 +153,14 @@ def predict_main(argv: Sequence[str] | None = None) -> int:
                         f"blocks, log:{DEFAULT_LOG_LAYERS} above)")
     parser.add_argument("--out", required=True, metavar="FILE.csv|FILE.parquet",
                         help="output file: Parquet if it ends in .parquet, else CSV")
+    add_width_law_argument(parser)
     add_progress_argument(parser)
     args = parser.parse_args(argv)
     try:
         setting = setting_from_args(args)
     except (SettingError, ValueError) as error:
         fail(prog, str(error))
+    check_width_law(prog, args.width_law, setting)
     selection = args.layers or (LayerSelection("all") if setting.depth <= ALL_LAYERS_UP_TO
                                 else LayerSelection("log", DEFAULT_LOG_LAYERS))
     try:
@@ -171,7 +176,7 @@ def predict_main(argv: Sequence[str] | None = None) -> int:
     with tqdm(total=2, desc="predict", unit="stage", disable=not progress_enabled(args.progress),
               file=sys.stderr) as bar:  # the recursion is vectorised: two stages, each seconds at depth 10^6
         bar.set_postfix_str(f"recursion over {setting.depth} blocks")
-        full = predict(setting)
+        full = predict(setting, width_law=args.width_law)
         blow_up = first_non_finite(full)  # the first layer of all, kept or not
         table = rows_at_layers(full, layers, setting.depth)
         del full

@@ -7,8 +7,10 @@ torch) for ``python -m theory show`` and for the comments of ``verify``: a curve
 is then stated with its measured bound, the median and worst relative errors over the cells that
 resolve it (without a numerical blow-up), and the cell where the worst was measured.
 
->>> print(measured_bound("exact-preln-init", "var", "transformer", scheme="pre").sentence())
-the accuracy map (accuracy-map): within noise in 1 of 6 resolved pre transformer cells, median error 1.45%, worst 3.18% (pre d=16 T=16 causal, layer 58)
+>>> for law in ("mean-field", "finite-width"):
+...     print(measured_bound("preln-init", "var", "transformer", scheme="pre", width_law=law).sentence())
+the accuracy map (accuracy-map, mean-field law): within noise in 1 of 6 resolved pre transformer cells, median error 1.45%, worst 3.18% (pre d=16 T=16 causal, layer 58)
+the accuracy map (accuracy-map, finite-width law): within noise in 5 of 5 resolved pre transformer cells, median error 0.47%, worst 0.64% (pre d=64 T=16 acausal, layer 37)
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class MeasuredBound:
     metric: str
     block: str
     scheme: str | None
+    width_law: str | None
     cells: int
     within_noise: int
     median_rel_error: float
@@ -43,7 +46,8 @@ class MeasuredBound:
     def sentence(self) -> str:
         """One line for a reader: how many cells, how many within noise, the median and worst errors."""
         which = f"{self.scheme} {self.block}" if self.scheme else self.block
-        return (f"the accuracy map ({MAP_PATH.parent.name}): within noise in {self.within_noise} of {self.cells} "
+        law = f", {self.width_law} law" if self.width_law else ""
+        return (f"the accuracy map ({MAP_PATH.parent.name}{law}): within noise in {self.within_noise} of {self.cells} "
                 f"resolved {which} cells, median error {self.median_rel_error:.2%}, worst {self.worst_rel_error:.2%} "
                 f"({self.where})")
 
@@ -61,9 +65,11 @@ def _where(row) -> str:
     return f"{row['scheme']} d={row['width']} T={row['tokens']} {causal}, layer {row['worst_rel_layer']}"
 
 
-def measured_bound(law: str, metric: str, block: str, scheme: str | None = None) -> MeasuredBound | None:
+def measured_bound(law: str, metric: str, block: str, scheme: str | None = None,
+                   width_law: str | None = None) -> MeasuredBound | None:
     """The map's errors of curve ``(law, metric)`` on ``block`` (``llama`` for the preset), of one ``scheme`` or
-    of all, over the resolved cells without a numerical blow-up; None when there is none."""
+    of all, and of one ``width_law`` (the law of the token covariance the map's cells used) or of all, over the
+    resolved cells without a numerical blow-up; None when there is none."""
     table = shipped_map()
     if table is None:
         return None
@@ -72,30 +78,39 @@ def measured_bound(law: str, metric: str, block: str, scheme: str | None = None)
                  & table["worst_rel_error"].notna()]
     if scheme is not None:
         rows = rows[rows["scheme"] == scheme]
+    if width_law is not None:
+        rows = rows[rows["width_law"] == width_law]
     if rows.empty:
         return None
     worst = rows.loc[rows["worst_rel_error"].idxmax()]
-    return MeasuredBound(law, metric, block, scheme, len(rows), int((rows["accuracy"] == "within noise").sum()),
+    return MeasuredBound(law, metric, block, scheme, width_law, len(rows),
+                         int((rows["accuracy"] == "within noise").sum()),
                          float(rows["worst_rel_error"].median()), float(worst["worst_rel_error"]), _where(worst))
 
 
 def law_accuracy(law: str) -> pd.DataFrame:
-    """Per metric and block of ``law``, over every scheme: resolved cells, how many within noise, the median and
-    worst relative errors and the worst's cell (empty without a shipped map)."""
+    """Per metric, block and scheme of ``law``: its kinds there, the resolved cells, how many within noise, the
+    median and worst relative errors and the worst's cell (empty without a shipped map): the map's errors per
+    scheme and block, never pooled over schemes.
+
+    >>> table = law_accuracy("preln-init")
+    >>> row = table[(table.metric == "var") & (table.block == "transformer") & (table.scheme == "pre")].iloc[0]
+    >>> row["kind"], int(row["cells"]) >= 1
+    ('approx', True)
+    """
     table = shipped_map()
-    columns = ["metric", "block", "kind", "cells", "within_noise", "median_rel_error", "worst_rel_error", "where"]
+    columns = ["metric", "block", "scheme", "width_law", "kind", "cells", "within_noise", "median_rel_error",
+               "worst_rel_error", "where"]
     if table is None:
         return pd.DataFrame(columns=columns)
     rows = []
-    for (metric, block), group in table[table["law"] == law].groupby(["metric", "block"], sort=True):
-        bound = measured_bound(law, metric, block)
-        kinds = "/".join(sorted(set(group["kind"])))
-        if bound is None:
-            rows.append({"metric": metric, "block": block, "kind": kinds, "cells": 0, "within_noise": 0,
-                         "median_rel_error": float("nan"), "worst_rel_error": float("nan"),
-                         "where": "no resolved cell"})
-        else:
-            rows.append({"metric": metric, "block": block, "kind": kinds, "cells": bound.cells,
-                         "within_noise": bound.within_noise, "median_rel_error": bound.median_rel_error,
-                         "worst_rel_error": bound.worst_rel_error, "where": bound.where})
+    keys = ["metric", "block", "scheme", "width_law"]
+    for (metric, block, scheme, width_law), group in table[table["law"] == law].groupby(keys, sort=True):
+        bound = measured_bound(law, metric, block, scheme, width_law)
+        found = dict(cells=0, within_noise=0, median_rel_error=float("nan"), worst_rel_error=float("nan"),
+                     where="no resolved cell") if bound is None else \
+            dict(cells=bound.cells, within_noise=bound.within_noise, median_rel_error=bound.median_rel_error,
+                 worst_rel_error=bound.worst_rel_error, where=bound.where)
+        rows.append({"metric": metric, "block": block, "scheme": scheme, "width_law": width_law,
+                     "kind": "/".join(sorted(set(group["kind"]))), **found})
     return pd.DataFrame(rows, columns=columns)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # never run; it shows the package's modules to type checkers 
 
 _NAMES = {
     "simulate.accuracy.grid": ("MAP_BLOCKS", "DESIGNS", "MapGrid"),
-    "simulate.accuracy.measure": ("ACCURACY_CLASSES", "MAP_COLUMNS", "accuracy_class", "measure_cell"),
+    "simulate.accuracy.measure": ("ACCURACY_CLASSES", "MAP_COLUMNS", "accuracy_class", "is_paper", "measure_cell"),
     "simulate.accuracy.figure": ("plot_map",),
     "simulate.accuracy.mechanisms": ("gram_fluctuation_excess",),
     "simulate.accuracy.cli": ("run_map", "summary"),

@@ -19,13 +19,15 @@ from tqdm.auto import tqdm
 
 from simulate.accuracy.figure import plot_map
 from simulate.accuracy.grid import DESIGNS, MAP_BLOCKS, MapGrid
-from simulate.accuracy.measure import ACCURACY_CLASSES, measure_cell
+from simulate.accuracy.measure import ACCURACY_CLASSES, is_paper, measure_cell
+from simulate.compare import Z_LIMIT
 from simulate.runtime.interrupts import deferred_signals, exit_code, handle_signals, interrupted_line, signal_of
 from theory.cli import CliParser, add_progress_argument, fail, markdown_table, output_path, progress_enabled
 from theory.constraints import ConstraintError
 from theory.files import write_text_atomic
 
-__all__ = ["QUICK_GRID", "run_map", "summary", "kind_z_limit", "exact_contradicted", "to_markdown", "main"]
+__all__ = ["QUICK_GRID", "run_map", "summary", "kind_z_limit", "exact_contradicted", "resolution_line", "to_markdown",
+           "main"]
 
 PROG = "python -m simulate verify --map"
 # A map in seconds (tests, a first look): three schemes, three blocks, two widths, depth 16.
@@ -46,20 +48,14 @@ def run_map(grid: MapGrid, progress: bool = False) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True)
 
 
-def _is_paper(law: str) -> bool:
-    import theory
-
-    return theory.LEMMAS[law].kind == "paper"
-
-
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Curves per accuracy class, the laws derived here apart from the papers' statements.
 
-    >>> t = pd.DataFrame({"law": ["exact-preln-init", "p1-lemma-3.2"], "accuracy": ["within noise", "worse"]})
+    >>> t = pd.DataFrame({"law": ["preln-init", "p1-lemma-3.2"], "accuracy": ["within noise", "worse"]})
     >>> summary(t)[lambda s: s["derived"] + s["paper"] > 0].to_dict("records")
     [{'accuracy': 'within noise', 'derived': 1, 'paper': 0}, {'accuracy': 'worse', 'derived': 0, 'paper': 1}]
     """
-    paper = table["law"].astype(str).map(_is_paper)
+    paper = table["law"].astype(str).map(is_paper)
     counts = {"derived": table.loc[~paper, "accuracy"].value_counts(), "paper": table.loc[paper, "accuracy"].value_counts()}
     return pd.DataFrame({"accuracy": list(ACCURACY_CLASSES),
                          **{name: [int(c.get(word, 0)) for word in ACCURACY_CLASSES] for name, c in counts.items()}})
@@ -84,6 +80,23 @@ def exact_contradicted(table: pd.DataFrame) -> pd.DataFrame:
     return exact[exact["worst_z"].abs() > kind_z_limit(table)].sort_values("worst_rel_error", ascending=False)
 
 
+def resolution_line(table: pd.DataFrame) -> str:
+    """The smallest relative error the map resolves: ``Z_LIMIT`` relative sem of ``var`` at the last layer, over its
+    cells (median and range).
+
+    >>> rows = pd.DataFrame({"scheme": "pre", "block": "mlp", "width": [16, 16, 64, 64], "tokens": 8, "causal": True,
+    ...                      "metric": ["var", "var", "var", "angular"], "rel_sem": [0.002, 0.002, 0.004, 0.1]})
+    >>> print(resolution_line(rows))
+    smallest error resolved (4 sem of var at the last layer): median 1.20 %, from 0.80 % to 1.60 % over 2 cells
+    """
+    var = table[table["metric"] == "var"].drop_duplicates(["scheme", "block", "width", "tokens", "causal"])
+    limits = Z_LIMIT * var["rel_sem"].dropna()  # one per cell: every law's var curve shares the cell's measurement
+    if limits.empty:
+        return "smallest error resolved: no var curve measured"
+    return (f"smallest error resolved ({Z_LIMIT:g} sem of var at the last layer): median {limits.median():.2%}, "
+            f"from {limits.min():.2%} to {limits.max():.2%} over {len(limits)} cells").replace("%", " %")
+
+
 def to_markdown(table: pd.DataFrame, grid: MapGrid, seconds: float) -> str:
     """``map.md``: the grid, the summary, the contradicted exact curves, the worst curve of each law."""
     contradicted, limit = exact_contradicted(table), kind_z_limit(table)
@@ -96,12 +109,15 @@ def to_markdown(table: pd.DataFrame, grid: MapGrid, seconds: float) -> str:
     return (f"# Accuracy map of the laws at init\n\n{len(cells)} cells, {len(table)} curves, depth {grid.depth}, "
             f"design {grid.design}: schemes {', '.join(grid.schemes)}; blocks {', '.join(grid.blocks)}; widths "
             f"{', '.join(map(str, grid.widths))}; T {', '.join(map(str, grid.tokens))}; causal "
-            f"{', '.join(map(str, grid.causal))}. Samples per cell sized for a relative sem of "
+            f"{', '.join(map(str, grid.causal))}; width law {grid.width_law} (per cell: the width_law column). "
+            f"Samples per cell sized for a relative sem of "
             f"{grid.target_sem:.2%} of var at the last layer (pilot {grid.pilot_samples}, cap "
             f"{grid.max_sample_tokens} samples x T; jac_dev and e2e_gain at {grid.tangent_sample_tokens} samples x T). "
             f"This run: {seconds:.0f} s (cells read from the simulator cache cost nothing). Classes: "
             "docs/accuracy.md#classes.\n\n"
-            f"## Curves per class\n\n{markdown_table(summary(table))}\n\n"
+            f"## Curves per class\n\n{resolution_line(table)}; a curve within noise whose resolution is coarser than "
+            "the error the shipped map measured for it is unresolved.\n\n"
+            f"{markdown_table(summary(table))}\n\n"
             f"## Curves of kind exact that the map contradicts ({len(contradicted)})\n\n"
             f"Worst |z| beyond {limit:.2f}, the family-wise 5 % limit over the {int(exact['layers'].sum())} layers of "
             f"the {len(exact)} exact curves (Bonferroni). {len(beyond_four)} exact curves have a layer with |z| > 4; "
@@ -113,7 +129,7 @@ def to_markdown(table: pd.DataFrame, grid: MapGrid, seconds: float) -> str:
 def _grid_from_args(args) -> MapGrid:
     values = dict(QUICK_GRID) if args.quick else {}
     for name in ("schemes", "blocks", "widths", "tokens", "causal", "design", "depth", "target_sem", "pilot_samples",
-                 "max_sample_tokens", "tangent_sample_tokens", "seed"):
+                 "max_sample_tokens", "tangent_sample_tokens", "seed", "width_law"):
         value = getattr(args, name)
         if value is not None:
             values[name] = tuple(value) if isinstance(value, list) else value
@@ -143,6 +159,8 @@ def main(argv=None) -> int:
     parser.add_argument("--tangent-sample-tokens", type=int,
                         help="samples x T for jac_dev and e2e_gain (default 2048)")
     parser.add_argument("--seed", type=int, help="Monte-Carlo seed (default 0)")
+    parser.add_argument("--width-law", help="the law of the token covariance theory.predict uses: mean-field, "
+                                            "finite-width or auto (default auto)")
     add_progress_argument(parser)
     args = parser.parse_args(argv)
     try:
@@ -167,6 +185,7 @@ def main(argv=None) -> int:
             return exit_code(stop)
     seconds = time.perf_counter() - started
     print(summary(table).to_string(index=False))
+    print(resolution_line(table))
     with deferred_signals() as pending:  # the three files are written whole, together
         out.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out / "map.csv", table.to_csv(index=False))

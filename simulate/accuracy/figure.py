@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from simulate.accuracy.measure import ACCURACY_CLASSES
+from simulate.accuracy.measure import ACCURACY_CLASSES, is_paper
 from theory.files import atomic_write
 
 __all__ = ["CLASS_COLOURS", "FIGURE_WIDTH_IN", "good_share", "plot_map"]
@@ -70,7 +70,7 @@ def plot_map(table: pd.DataFrame, path=None):
     counts = share.assign(words=share["resolved"].astype(str) + "/" + share["cells"].astype(str)).pivot(
         index="curve", columns="block", values="words").reindex(index=curves, columns=blocks)
 
-    var = table[(table["metric"] == "var") & ~table["law"].astype(str).str.startswith("p")]  # the random-init law
+    var = table[(table["metric"] == "var") & ~table["law"].astype(str).map(is_paper)]  # the random-init law
     var = var.assign(column=var["block"].astype(str) + " " + _variation(var))
     columns = list(dict.fromkeys(var.sort_values(["block", "width", "tokens"], key=_block_order(blocks))["column"]))
     schemes = list(dict.fromkeys(table["scheme"]))

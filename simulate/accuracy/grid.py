@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from theory.constraints import Boolean, Choice, ConstraintError, Integer, Real
+from theory.meanfield.finite_width import FINITE_WIDTH_MIN, WIDTH_LAW_CHOICE
 from theory.setting import BLOCKS, SCHEMES, Setting
 
 __all__ = ["MAP_BLOCKS", "DESIGNS", "MapGrid"]
@@ -47,7 +48,7 @@ _ITEM_CONSTRAINTS = {
 _FIELD_CONSTRAINTS = {
     "design": Choice(*DESIGNS), "depth": Integer(1), "heads": Integer(1), "target_sem": Real(0.0, low_open=True),
     "pilot_samples": Integer(2), "max_sample_tokens": Integer(2), "tangent_sample_tokens": Integer(2),
-    "seed": Integer(0),
+    "seed": Integer(0), "width_law": WIDTH_LAW_CHOICE,
 }
 
 
@@ -77,6 +78,9 @@ class MapGrid:
         Samples x ``T`` for the tangent metrics (``jac_dev``, ``e2e_gain``: three times the cost of a stream
         metric, and only approximate laws), at most the cell's samples (:meth:`tangent_samples`).
     seed : int
+    width_law : {"auto", "mean-field", "finite-width"}
+        The law of the token covariance that ``theory.predict`` uses in every cell
+        (:func:`theory.meanfield.finite_width.resolve_width_law`; the map records the one each cell used).
     """
 
     schemes: tuple[str, ...] = SCHEMES
@@ -92,6 +96,7 @@ class MapGrid:
     max_sample_tokens: int = 32768  # 2048 samples at T = 16
     tangent_sample_tokens: int = 2048  # 128 samples at T = 16
     seed: int = 0
+    width_law: str = "auto"
 
     def __post_init__(self) -> None:
         for name, constraint in _ITEM_CONSTRAINTS.items():
@@ -104,6 +109,8 @@ class MapGrid:
         for name, constraint in _FIELD_CONSTRAINTS.items():
             constraint.check(name, getattr(self, name))
         for width in self.widths:
+            if self.width_law == "finite-width" and width < FINITE_WIDTH_MIN:
+                raise ConstraintError("widths", width, f"widths >= {FINITE_WIDTH_MIN} with width_law='finite-width'")
             if width % self.heads or (width // self.heads) % 2:
                 raise ConstraintError("widths", width, f"a multiple of 2*heads={2 * self.heads} (RoPE rotates pairs "
                                                        "of each head's dimensions)")

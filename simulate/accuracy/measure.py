@@ -22,6 +22,8 @@ accuracy class (:data:`ACCURACY_CLASSES`, docs/accuracy.md#classes).
 'worse'
 >>> accuracy_class("upper", z=np.array([-5.0, 1.0]), rel=np.array([0.5, 0.1]))
 'bound holds'
+>>> accuracy_class("approx", z=np.array([1.0, 3.0]), rel=np.array([0.004, 0.008]), resolution=0.02, known_error=0.015)
+'unresolved'
 """
 
 from __future__ import annotations
@@ -33,28 +35,35 @@ import pandas as pd
 
 from simulate.accuracy.grid import MapGrid
 from simulate.compare import Z_LIMIT, layer_errors, run_monte_carlo
+from theory.accuracy import measured_bound
+from theory.meanfield.finite_width import resolve_width_law
 from theory.setting import Setting
 
-__all__ = ["ACCURACY_CLASSES", "MAP_COLUMNS", "TANGENT_METRICS", "accuracy_class", "cell_samples", "measure_cell"]
+__all__ = ["ACCURACY_CLASSES", "MAP_COLUMNS", "TANGENT_METRICS", "accuracy_class", "cell_samples", "is_paper",
+           "measure_cell"]
 
 # The classes of a curve, best first: within noise (|z| <= Z_LIMIT at every layer, relative error <= 1 %),
-# then by its worst relative error; "unresolved" when it is within noise only because the noise is above 1 %.
+# then by its worst relative error; "unresolved" when it is within noise only because the noise is above 1 %, or
+# because the cell resolves no error as small as the one the shipped map measured for the curve.
 ACCURACY_CLASSES = ("within noise", "within 1 %", "within 5 %", "worse", "unresolved", "bound holds",
                     "bound crossed", "not measured")
 TANGENT_METRICS = ("jac_dev", "e2e_gain")
-MAP_COLUMNS = ("scheme", "block", "width", "tokens", "causal", "depth", "law", "metric", "kind", "accuracy", "layers",
-               "samples", "rel_sem", "worst_rel_error", "worst_rel_layer", "mean_z", "worst_z", "worst_z_layer",
-               "last_rel_error", "blow_up_layer")
+MAP_COLUMNS = ("scheme", "block", "width", "tokens", "causal", "depth", "width_law", "law", "metric", "kind",
+               "accuracy", "layers", "samples", "rel_sem", "worst_rel_error", "worst_rel_layer", "mean_z", "worst_z",
+               "worst_z_layer", "last_rel_error", "blow_up_layer")
 _RESOLVED = 0.01
 
 
-def accuracy_class(kind: str, *, z: np.ndarray, rel: np.ndarray) -> str:
+def accuracy_class(kind: str, *, z: np.ndarray, rel: np.ndarray, resolution: float = 0.0,
+                   known_error: float = 0.0) -> str:
     """The class (:data:`ACCURACY_CLASSES`) of one curve from its per-layer ``z`` and relative errors.
 
     A bound (``kind`` upper or lower) holds when it is nowhere crossed by more than ``Z_LIMIT`` sem, as
     :func:`simulate.compare.classify` rules; a law is ``within noise`` when ``|z| <= Z_LIMIT`` at every
     layer and its relative error stays within 1 %, else classed by its worst relative error. Layers where
-    the law's value is 0 (``token_cos`` of independent tokens) count by ``z`` alone.
+    the law's value is 0 (``token_cos`` of independent tokens) count by ``z`` alone. A curve within noise is
+    ``unresolved`` when its ``resolution`` (the smallest relative error the cell tells from 0, ``Z_LIMIT``
+    relative sem) exceeds ``known_error``, the error the shipped map measured for it (0: none known).
     """
     if len(z) == 0:
         return "not measured"
@@ -65,7 +74,8 @@ def accuracy_class(kind: str, *, z: np.ndarray, rel: np.ndarray) -> str:
     rel = np.where(np.isfinite(rel), rel, np.where(within, 0.0, np.inf))  # value 0: z alone rules there
     worst = float(np.nanmax(rel))
     if np.all(within):
-        return "within noise" if worst <= _RESOLVED else "unresolved"
+        resolved = worst <= _RESOLVED and not 0 < known_error < resolution
+        return "within noise" if resolved else "unresolved"
     return "within 1 %" if worst <= 0.01 else "within 5 %" if worst <= 0.05 else "worse"
 
 
@@ -82,6 +92,17 @@ def cell_samples(pilot_rel_sem: float, grid: MapGrid, tokens: int) -> int:
         return grid.pilot_samples
     blocks = math.ceil((pilot_rel_sem / grid.target_sem) ** 2)
     return int(min(grid.sample_cap(tokens), max(1, blocks) * grid.pilot_samples))
+
+
+def is_paper(law: str) -> bool:
+    """Whether ``law`` is one of the papers' statements (not a law derived here).
+
+    >>> is_paper("p2-thm-1"), is_paper("preln-init")
+    (True, False)
+    """
+    import theory
+
+    return theory.LEMMAS[law].kind == "paper"
 
 
 def _relative(sem: float, mean: float) -> float:
@@ -107,6 +128,13 @@ def _kind_word(kinds) -> str:
     return "+".join(sorted(set(kinds), key=["exact", "approx", "upper", "lower"].index))
 
 
+def _known_error(bound) -> float:
+    """The median relative error the shipped map measured for a curve that it found off somewhere, else 0."""
+    if bound is None or bound.within_noise == bound.cells:
+        return 0.0
+    return bound.median_rel_error
+
+
 def measure_cell(setting: Setting, grid: MapGrid) -> pd.DataFrame:
     """The map's rows (:data:`MAP_COLUMNS`) of one cell: every (law, metric) curve of ``theory.predict``.
 
@@ -115,7 +143,7 @@ def measure_cell(setting: Setting, grid: MapGrid) -> pd.DataFrame:
     """
     import theory
 
-    prediction = theory.predict(setting)
+    prediction = theory.predict(setting, width_law=grid.width_law)
     metrics = sorted(set(prediction["metric"]))
     stream = tuple(m for m in metrics if m not in TANGENT_METRICS)
     tangent = tuple(m for m in metrics if m in TANGENT_METRICS)
@@ -133,7 +161,8 @@ def measure_cell(setting: Setting, grid: MapGrid) -> pd.DataFrame:
         blowup = blowup if tangent_blowup is None else min(tangent_blowup, blowup or tangent_blowup)
     measured = pd.concat(tables, ignore_index=True)
     cell = dict(scheme=setting.scheme, block=setting.preset or setting.block, width=setting.width,
-                tokens=setting.tokens, causal=setting.causal, depth=setting.depth)
+                tokens=setting.tokens, causal=setting.causal, depth=setting.depth,
+                width_law=resolve_width_law(grid.width_law, setting.width, setting.tokens))
     rows = []
     for (law, metric), curve in prediction.groupby(["law", "metric"], sort=True, observed=True):
         if not (curve["layer"] >= 1).any():
@@ -143,10 +172,12 @@ def measure_cell(setting: Setting, grid: MapGrid) -> pd.DataFrame:
         kind = _kind_word(both["kind"].astype(str)) if len(both) else _kind_word(curve["kind"].astype(str))
         ruling_kind = "approx" if kind == "exact+approx" else kind
         worst_rel, worst_z = _largest(np.where(np.isfinite(rel), rel, np.nan)), _largest(np.abs(z))
+        rel_sem = _relative(both["sem"].iloc[-1], both["mean"].iloc[-1]) if len(both) else math.nan
+        known = measured_bound(law, metric, cell["block"], setting.scheme, width_law=cell["width_law"])
         rows.append({**cell, "law": law, "metric": metric, "kind": kind,
-                     "accuracy": accuracy_class(ruling_kind, z=z, rel=rel), "layers": len(both),
-                     "samples": tangent_samples if metric in TANGENT_METRICS else samples,
-                     "rel_sem": _relative(both["sem"].iloc[-1], both["mean"].iloc[-1]) if len(both) else math.nan,
+                     "accuracy": accuracy_class(ruling_kind, z=z, rel=rel, resolution=Z_LIMIT * rel_sem,
+                                                known_error=_known_error(known)), "layers": len(both),
+                     "samples": tangent_samples if metric in TANGENT_METRICS else samples, "rel_sem": rel_sem,
                      "worst_rel_error": float(rel[worst_rel]) if worst_rel is not None else math.nan,
                      "worst_rel_layer": int(both["layer"].iloc[worst_rel]) if worst_rel is not None else -1,
                      "mean_z": float(np.mean(z[np.isfinite(z)])) if np.isfinite(z).any() else math.nan,

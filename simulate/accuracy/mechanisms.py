@@ -20,16 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from theory.meanfield.softmax_rows import rope_rotate
+
 __all__ = ["gram_fluctuation_excess"]
-
-
-def _rope(x: np.ndarray, base: float = 10000.0) -> np.ndarray:
-    """Rotary embedding (rotate-half convention, as the engine) on (S, T, hd)."""
-    tokens, half = x.shape[-2], x.shape[-1] // 2
-    angle = np.arange(tokens)[:, None] * base ** (-np.arange(half) / half)  # (T, hd/2)
-    cos, sin = np.cos(angle), np.sin(angle)
-    first, second = x[..., :half], x[..., half:]
-    return np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
 
 
 def _overlap(keys: np.ndarray, queries: np.ndarray, values_gram: np.ndarray,
@@ -37,7 +30,7 @@ def _overlap(keys: np.ndarray, queries: np.ndarray, values_gram: np.ndarray,
     """Per sample: ``mean_i sum_jl A_ij A_il V_jl`` for scores ``q_i.k_j/sqrt(hd)``, (S,)."""
     head_dim = queries.shape[-1]
     if rope:
-        queries, keys = _rope(queries), _rope(keys)
+        queries, keys = rope_rotate(queries), rope_rotate(keys)
     scores = queries @ keys.transpose(0, 2, 1) / np.sqrt(head_dim)  # (S, T, T)
     if causal:
         scores = np.where(np.tril(np.ones(scores.shape[-2:], bool)), scores, -np.inf)

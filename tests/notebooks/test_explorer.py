@@ -87,7 +87,7 @@ def test_every_offered_metric_plots(explorer, block):
 def test_run_reports_what_was_compared(explorer):
     explorer.run()
     assert explorer.verdicts, "a transformer's var has theory curves"
-    assert {row["id"] for row in explorer.verdicts} >= {"exact-preln-init", "p1-lemma-3.2"}
+    assert {row["id"] for row in explorer.verdicts} >= {"preln-init", "p1-lemma-3.2"}
     assert "done in" in explorer.status.value
 
 
@@ -272,7 +272,7 @@ def test_the_band_is_seen_at_the_default_samples_and_the_png_is_shown_at_its_siz
     heights = np.ptp(band.get_paths()[0].vertices[:, 1])  # the band's extent in percent
     low, high = lower.get_ylim()
     assert heights > 0.3 * (high - low), (heights, low, high)
-    assert "% off exact-preln-init" in lower.get_title(), lower.get_title()
+    assert "% off preln-init" in lower.get_title(), lower.get_title()
     png = explorer.image.value
     width = int.from_bytes(png[16:20], "big")
     assert explorer.image.layout.width == f"{width // 2}px" and width >= 1000, (explorer.image.layout.width, width)

@@ -48,7 +48,7 @@ PRINTED = {
         r"exact laws: \d+ of \d+ comparisons hold within 4 sem",
     ],
     "03_explorer": [
-        r"exact-preln-init: the (exact|approximate) law exact-preln-init \(derived here\) " + VERDICT,
+        r"preln-init: the (exact|approximate) law preln-init \(derived here\) " + VERDICT,
         r"p1-lemma-3\.2: P1's recursion .* with c = 1 \(a constant the paper does not state\) " + VERDICT,
         r"metric=var  scheme=pre  block=transformer  depth=8",
     ],

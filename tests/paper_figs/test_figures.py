@@ -97,7 +97,7 @@ def test_gqa_theory_lines_start_at_group_size_one(built):
     """Issue 39: theory.predict calls the GQA laws by plain attention's ids at G = 1; the lines still start there."""
     _, fig = built("gqa_groups")
     laws = [s for s in sources(fig) if s.law is not None]
-    assert {s.law for s in laws} == {"exact-gqa-init", "p2-gqa"}, {s.law for s in laws}
+    assert {s.law for s in laws} == {"gqa-init", "p2-gqa"}, {s.law for s in laws}
     for source in laws:
         assert min(source.artist.get_xdata()) == 1 and source.point_laws[0] != source.law, source.point_laws
 

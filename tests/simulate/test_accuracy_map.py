@@ -43,7 +43,7 @@ def test_quick_map_writes_table_summary_and_figure(tmp_path, capsys):
     assert report.startswith("# Accuracy map") and "## Curves per class" in report
     assert re.search(r"This run: \d+ s", report) and "{" not in report, report[:600]
     # the MLP's branch variance is exact (the norm fixes ||N(x)||^2 = d) and the pre-LN var law too
-    pre_mlp = table[(table["scheme"] == "pre") & (table["block"] == "mlp") & (table["law"] == "exact-preln-init")]
+    pre_mlp = table[(table["scheme"] == "pre") & (table["block"] == "mlp") & (table["law"] == "preln-init")]
     assert set(pre_mlp["metric"]) >= {"var", "var_mlp", "angular"}
     assert (pre_mlp.loc[pre_mlp["metric"] == "var", "kind"] == "exact").all()
 
@@ -127,7 +127,8 @@ def test_theory_show_and_verify_state_the_measured_bound(tmp_path, monkeypatch):
     from theory.symbolic.lemmas import LEMMAS
 
     table = pd.DataFrame([dict(scheme="pre", block="transformer", width=16, tokens=16, causal=True, depth=64,
-                               law="exact-preln-init", metric="var", kind="approx", accuracy="within 5 %", layers=64,
+                               width_law="mean-field", law="preln-init", metric="var", kind="approx",
+                               accuracy="within 5 %", layers=64,
                                samples=2048, rel_sem=0.002, worst_rel_error=0.029, worst_rel_layer=40, mean_z=2.0,
                                worst_z=6.0, worst_z_layer=40, last_rel_error=0.02, blow_up_layer=-1)])
     path = tmp_path / "map.csv"
@@ -135,12 +136,14 @@ def test_theory_show_and_verify_state_the_measured_bound(tmp_path, monkeypatch):
     monkeypatch.setattr(accuracy, "MAP_PATH", path)
     accuracy.shipped_map.cache_clear()
     try:
-        bound = accuracy.measured_bound("exact-preln-init", "var", "transformer")
+        bound = accuracy.measured_bound("preln-init", "var", "transformer")
         assert bound.cells == 1 and np.isclose(bound.worst_rel_error, 0.029)
         assert "worst 2.90%" in bound.sentence() and "pre d=16 T=16 causal, layer 40" in bound.sentence()
-        assert accuracy.measured_bound("exact-preln-init", "var", "mlp") is None
-        assert accuracy.measured_bound("exact-preln-init", "var", "transformer", scheme="lns") is None
-        assert "2.90%" in format_show(LEMMAS["exact-preln-init"], run_check=False)
+        assert accuracy.measured_bound("preln-init", "var", "mlp") is None
+        assert accuracy.measured_bound("preln-init", "var", "transformer", scheme="lns") is None
+        shown = format_show(LEMMAS["preln-init"], run_check=False)
+        assert "2.90%" in shown and "per metric, block and scheme" in shown
+        assert any(line.split()[:4] == ["var", "transformer", "pre", "mean-field"] for line in shown.splitlines())
     finally:
         accuracy.shipped_map.cache_clear()
 
@@ -152,7 +155,8 @@ def _first_block_attention_error(width, tokens, causal, samples):
     from theory.setting import Setting
 
     setting = Setting(scheme="pre", block="attention", width=width, tokens=tokens, causal=causal, heads=4, depth=1)
-    law = theory.predict(setting).query("metric == 'var_attn' and layer == 1 and law == 'exact-causal-attention'")
+    law = theory.predict(setting, width_law="mean-field").query(
+        "metric == 'var_attn' and layer == 1 and law == 'causal-attention'")
     measured = simulate(setting, samples=samples, seed=3, metrics=("var_attn",), dtype="float64")
     row = measured.query("metric == 'var_attn' and layer == 1").iloc[0]
     value = float(law["value"].iloc[0])

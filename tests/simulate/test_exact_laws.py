@@ -29,7 +29,7 @@ def silu_second_moment(variance: float) -> float:
 
 @pytest.mark.parametrize("weights", ["dense", "implicit"])
 def test_masked_linear_variance_is_exact(mc_close, weights):
-    """P2 Thm 1 setting: E var_l = var_0 (1 + alpha rho)^l exactly (docs/derivations.md#exact-masked-linear)."""
+    """P2 Thm 1 setting: E var_l = var_0 (1 + alpha rho)^l exactly (docs/derivations.md#masked-linear)."""
     setting = make(block="linear", scheme="none", depth=6, width=48, tokens=4, mask_density=0.5,
                    init_std=1.2 / math.sqrt(48), input_std=0.7)
     table = simulate(setting, samples=1500, seed=1, dtype="float64", weights=weights)

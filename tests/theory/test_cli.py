@@ -78,7 +78,7 @@ def test_show_every_lemma_in_ascii(lemma_id, capsys):
 
 
 def test_show_falls_back_to_ascii_when_stdout_cannot_encode():
-    result = _run("show", "exact-lns-init", "--no-check", env={"PYTHONIOENCODING": "ascii"})
+    result = _run("show", "lns-init", "--no-check", env={"PYTHONIOENCODING": "ascii"})
     assert result.returncode == 0, result.stderr
     assert "harmonic" in result.stdout
 

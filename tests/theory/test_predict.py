@@ -83,7 +83,7 @@ def test_relu_without_norm_is_exact_geometric():
 def test_p2_theorem_1_bound_is_above_exact_law():
     setting = _setting(block="linear", scheme="none", mask_density=0.3)
     table = predict(setting)
-    exact, upper = _curve(table, "var", "exact-masked-linear"), _curve(table, "var", "p2-thm-1", "upper")
+    exact, upper = _curve(table, "var", "masked-linear"), _curve(table, "var", "p2-thm-1", "upper")
     np.testing.assert_allclose(exact, 1.3 ** np.arange(21), rtol=1e-12)
     np.testing.assert_allclose(upper, (1 + math.sqrt(0.3)) ** (2 * np.arange(21)), rtol=1e-12)
     assert np.all(upper[1:] > exact[1:])
@@ -99,7 +99,7 @@ def test_moe_uniform_gates_factor_and_thm5():
     setting = Setting.preset("llama", block="moe", depth=4, width=64, heads=4, tokens=8, experts=8, top_k=4,
                              uniform_gates=True)
     table = predict(setting)
-    moe = _curve(table, "var_mlp", "exact-moe")
+    moe = _curve(table, "var_mlp", "moe-gates")
     thm5 = _curve(table, "var_mlp", "p2-thm-5")
     np.testing.assert_allclose(moe, thm5, rtol=1e-12)  # uniform gates: P2 Theorem 5 is exact
     dense = predict(setting.replace(block="transformer"))
@@ -113,9 +113,9 @@ def test_moe_softmax_gate_square_sum_monte_carlo_bounds():
 
 def test_gqa_equals_mha_at_init():
     base = Setting.preset("llama", block="attention", depth=3, width=64, heads=8, tokens=16)
-    mha = _curve(predict(base), "var_attn", "exact-causal-attention")
+    mha = _curve(predict(base), "var_attn", "causal-attention")
     gqa_table = predict(base.replace(kv_heads=2))
-    np.testing.assert_allclose(_curve(gqa_table, "var_attn", "exact-gqa-init"), mha)
+    np.testing.assert_allclose(_curve(gqa_table, "var_attn", "gqa-init"), mha)
     assert len(_curve(gqa_table, "var_attn", "p2-gqa")) == 3
 
 
@@ -137,7 +137,7 @@ def test_jacobian_and_angular_for_linear_preln():
     setting = _setting(block="linear")
     table = predict(setting)
     var = _curve(table, "var", kind="exact")
-    jac = _curve(table, "jac_dev", "exact-jacobian-init")
+    jac = _curve(table, "jac_dev", "jacobian-init")
     np.testing.assert_allclose(jac, np.sqrt(setting.alpha * (63 / 62) / var[:-1]), rtol=1e-12)
     np.testing.assert_allclose(_curve(table, "angular"), np.arccos(np.sqrt(var[:-1] / var[1:])) / np.pi)
 
@@ -155,7 +155,7 @@ def test_weight_decay_exact_and_bound():
 def test_depth_one_million_shape():
     setting = Setting.preset("llama", scheme="lns", depth=10**6)
     table = predict(setting)
-    var = _curve(table, "var", "exact-lns-init")
+    var = _curve(table, "var", "lns-init")
     assert len(var) == 10**6 + 1 and np.all(np.isfinite(var)) and np.all(np.diff(var) > 0)
     assert set(table.columns) == {"layer", "metric", "law", "kind", "value"}
 
@@ -192,7 +192,7 @@ def test_preln_relu_mlp_jacobian_monte_carlo():
     rng = np.random.default_rng(5)
     samples, width, ffn, sigma2 = 400, 128, 256, 3.0
     setting = _setting(block="mlp", activation="relu", width=width, ffn_width=ffn, depth=1, input_std=math.sqrt(sigma2))
-    predicted = _curve(predict(setting), "jac_dev", "exact-jacobian-init")[0] ** 2
+    predicted = _curve(predict(setting), "jac_dev", "jacobian-init")[0] ** 2
     s = 1 / math.sqrt(width)
     values = []
     for _ in range(samples):
@@ -204,3 +204,19 @@ def test_preln_relu_mlp_jacobian_monte_carlo():
         values.append(((((h @ w1) > 0) * (u @ w1)) @ w2) @ ((((h @ w1) > 0) * (u @ w1)) @ w2) / width)
     values = np.array(values)
     assert abs(values.mean() - predicted) < 4 * values.std() / math.sqrt(samples)
+
+
+@pytest.mark.parametrize("block", ["linear", "mlp", "attention", "transformer", "moe"])
+def test_law_ids_and_kinds_agree(block):
+    """No law id that says exact labels a curve approximate, in any scheme; every derived law that labels a curve
+    approximate says in ``theory list`` which of its curves are exact."""
+    from theory.setting import SCHEMES
+    from theory.symbolic.lemmas import LEMMAS
+
+    for scheme in SCHEMES:
+        table = predict(Setting(scheme=scheme, block=block, depth=4, width=16, heads=2, tokens=4), "mean-field")
+        exact_named = table[table["law"].astype(str).str.startswith("exact-")]
+        assert (exact_named["kind"] == "exact").all(), exact_named.drop_duplicates(["law", "metric", "kind"])
+        approximate = set(table.loc[table["kind"] == "approx", "law"].astype(str))
+        for law in approximate:
+            assert LEMMAS[law].kind == "paper" or LEMMAS[law].exact_for, (scheme, block, law)

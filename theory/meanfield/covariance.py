@@ -34,7 +34,9 @@ sampled cosines, which differ by ``O(1/d)``); per-token cosine ``sqrt(K_tt/K'_tt
 stream before and after a sublayer (the angular metric averages ``arccos`` over tokens).
 
 Exact regime: RMS/LayerNorm'd inputs, ``tau^2 -> 0`` (uniform attention), ``d -> infinity``.
-At finite ``d`` the cosines ``R`` are ratios of random inner products (bias ``O(1/d)``).
+At finite ``d`` the cosines ``R`` are ratios of random inner products (bias ``O(1/d)``): with
+``width_law="finite-width"`` (:mod:`theory.meanfield.finite_width`, carried in the context) a normalised
+sublayer is averaged over the law of the sample cosines at width ``d`` instead, and ``token_cos`` is their mean.
 
 The attention rows' own moments live in :mod:`theory.meanfield.softmax_rows`. Every sublayer of a run
 shares one :class:`RecursionContext`; :func:`run_block` runs one block, and
@@ -47,14 +49,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from theory.meanfield.finite_width import (FiniteWidth, attention_nodes, mean_sample_cosine, sampled_attention,
+                                          smoothed_kernel)
 from theory.meanfield.gaussian import derivative_kernel, derivative_moment, second_moment
 from theory.meanfield.pair_recursion import static_moments
 from theory.meanfield.plan import ATTENTION, LINEAR, MOE, SublayerPlan
 from theory.meanfield.softmax_rows import RowTable, rope_cos, row_table, rope_spread, score_path, uniform_rows
 from theory.meanfield.tables import derivative_table
 
-__all__ = ["RecursionContext", "recursion_context", "correlation", "SublayerCov", "sublayer_cov", "tangent_step",
-           "run_block", "tangent_pass", "UNIFORM_TAU2"]
+__all__ = ["RecursionContext", "recursion_context", "correlation", "token_cosine", "SublayerCov", "sublayer_cov",
+           "tangent_step", "run_block", "tangent_pass", "UNIFORM_TAU2"]
 
 UNIFORM_TAU2 = 0.02  # score variance below which attention counts as uniform (MC-checked: predict docstring)
 
@@ -70,10 +74,13 @@ class RecursionContext:
     abar: np.ndarray | None = None  # (T, T) uniform rows (plans with attention)
     rope_spread: np.ndarray | None = None  # (T,) RoPE only
     rope_cos: np.ndarray | None = None  # (T, T) RoPE only
+    finite: FiniteWidth | None = None  # the finite-width law (docs/derivations.md#finite-width-token-covariance)
 
 
-def recursion_context(plan: SublayerPlan, tokens: int, causal: bool, head_dim: int) -> RecursionContext:
-    """The :class:`RecursionContext` of ``plan`` for ``tokens`` positions (row tables, uniform rows, RoPE).
+def recursion_context(plan: SublayerPlan, tokens: int, causal: bool, head_dim: int,
+                      width_law: str = "mean-field") -> RecursionContext:
+    """The :class:`RecursionContext` of ``plan`` for ``tokens`` positions (row tables, uniform rows, RoPE), under
+    ``width_law`` ``mean-field`` or ``finite-width`` (:func:`theory.meanfield.finite_width.resolve_width_law`).
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
@@ -85,10 +92,14 @@ def recursion_context(plan: SublayerPlan, tokens: int, causal: bool, head_dim: i
     rows = None
     if plan.attention is not None:
         rows = row_table(tokens, causal, head_dim, float(plan.attention.tau2_grid[-1]))
+    finite = None
+    if width_law == "finite-width":
+        kernel = None if plan.kernel is None else smoothed_kernel(plan.kernel, plan.width, plan.activation == "swiglu")
+        finite = FiniteWidth(plan.width, head_dim, attention_nodes(int(plan.block[-1])), kernel)
     return RecursionContext(static=static_moments(plan), causal=causal, rows=rows, period=period,
                             rope_spread=rope_spread(tokens, causal, head_dim) if plan.rope else None,
                             rope_cos=rope_cos(tokens, head_dim) if plan.rope else None,
-                            abar=uniform_rows(tokens, causal) if rows is not None else None)
+                            abar=uniform_rows(tokens, causal) if rows is not None else None, finite=finite)
 
 
 def correlation(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -101,6 +112,25 @@ def correlation(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     diag = np.diag(K).copy()
     root = np.sqrt(np.where(diag > 0, diag, 1.0))
     return K / np.outer(root, root), diag
+
+
+def token_cosine(K: np.ndarray, ctx: RecursionContext) -> float:
+    """``token_cos`` of the state ``K`` (T, T): the mean over ``t != t'`` of ``R_tt'`` (mean-field) or of the
+    expected sample cosine ``E[r_hat_tt']`` (finite width); 0 for one token.
+
+    >>> from theory.meanfield.plan import build_plan
+    >>> from theory.setting import Setting
+    >>> plan, K = build_plan(Setting(block="mlp", depth=1, width=16, tokens=2)), np.array([[1.0, 0.5], [0.5, 1.0]])
+    >>> token_cosine(K, recursion_context(plan, 2, True, 4)), round(token_cosine(K, recursion_context(plan, 2, True, 4,
+    ...                                                                           "finite-width")), 4)
+    (0.5, 0.4881)
+    """
+    if len(K) < 2:
+        return 0.0
+    R = correlation(K)[0]
+    if ctx.finite is not None:
+        return ctx.finite.mean_cosine(R)
+    return float(R[~np.eye(len(K), dtype=bool)].mean())
 
 
 def _row_square_sums(plan: SublayerPlan, n: int, R: np.ndarray, q_scale: float,
@@ -146,8 +176,9 @@ def _attention(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, q_scale
     return plan.alpha_in[n] * plan.alpha_out[n] * out, s, jac
 
 
-def _mlp(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, normed: bool, static: dict) -> np.ndarray:
+def _mlp(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, normed: bool, ctx: RecursionContext) -> np.ndarray:
     a_in, a_out = plan.alpha_in[n], plan.alpha_out[n]
+    static = ctx.static
     if normed and not np.isnan(static["var"][n]):
         var = np.full(len(Q), static["var"][n])
         pre = np.full(Q.shape, a_in * plan.in_scale2[n])
@@ -155,17 +186,34 @@ def _mlp(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, normed: bool,
         pre_d = a_in * np.diag(Q)
         var = plan.ffn_ratio * a_out * second_moment(plan.activation, pre_d)
         pre = np.sqrt(np.outer(pre_d, pre_d))
-    if plan.activation == "relu":  # arc-cosine closed form
+    smoothed = normed and ctx.finite is not None
+    if smoothed:  # averaged over the sample cosines' law, SwiGLU's gate r included
+        corr = ctx.finite.kernel.correlation(pre, R)
+    elif plan.activation == "relu":  # arc-cosine closed form
         r = np.clip(R, -1.0, 1.0)
         corr = (np.sqrt(1 - r * r) + (np.pi - np.arccos(r)) * r) / np.pi
     else:
         corr = plan.kernel.correlation(np.maximum(pre, 1e-300), R)
-    if plan.activation == "swiglu":
+    if plan.activation == "swiglu" and not smoothed:
         corr = corr * R
     root = np.sqrt(var)
     out = np.outer(root, root) * corr
     out[np.diag_indices_from(out)] = var
     return out * _moe_overlap(plan, n, R) if plan.kind[n] == MOE else out
+
+
+def _finite_attention_correction(plan: SublayerPlan, n: int, R: np.ndarray, meanfield: np.ndarray,
+                                 ctx: RecursionContext) -> np.ndarray:
+    """The finite-width law's correction (T, T) to the mean-field attention branch ``meanfield`` of step ``n``
+    (:meth:`theory.meanfield.finite_width.FiniteWidth.attention_correction`, :func:`sampled_attention`)."""
+    finite, block = ctx.finite, int(plan.block[n])
+    alpha_vo = plan.alpha_in[n] * plan.alpha_out[n]
+
+    def sample(R_node: np.ndarray, seed) -> np.ndarray:
+        return alpha_vo * sampled_attention(R_node, float(plan.in_scale2[n]), float(plan.alpha_qk[n]), finite.width,
+                                            finite.head_dim, ctx.causal, plan.rope, seed)[0]
+
+    return finite.attention_correction(block, n - (block - 1) * ctx.period, R, meanfield, sample)
 
 
 @dataclass(frozen=True)
@@ -212,12 +260,16 @@ def sublayer_cov(plan: SublayerPlan, n: int, K: np.ndarray, ctx: RecursionContex
         f = plan.alpha_in[n] * Q
     elif code == ATTENTION:
         f, s, jac = _attention(plan, n, Q, R, plan.in_scale2[n] if normed else np.float64(np.mean(diag)), ctx)
+        if normed and ctx.finite is not None:
+            f = f + _finite_attention_correction(plan, n, R, f, ctx)
     else:
-        f = _mlp(plan, n, Q, R, normed, ctx.static)
+        f = _mlp(plan, n, Q, R, normed, ctx)
     f_diag = np.diag(f).copy()
     if plan.norm_branch[n]:
         safe = np.sqrt(np.where(f_diag > 0, f_diag, 1.0))
         f = f / np.outer(safe, safe)
+        if ctx.finite is not None:  # the normalised branch's cosines are sample cosines of its d coordinates
+            f = mean_sample_cosine(f, ctx.finite.width)
     B = plan.branch2[n] * f
     kept = np.sqrt(plan.stream_scale2[n] * diag) + plan.alignment
     scale = kept / np.sqrt(np.where(diag > 0, diag, 1.0))
@@ -276,7 +328,7 @@ def _mlp_tangent(plan: SublayerPlan, n: int, step: SublayerCov) -> np.ndarray:
 def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: SublayerCov, ctx: RecursionContext) -> np.ndarray:
     """Tangent covariance after sublayer ``n`` (``C``: T x T per-coordinate covariance of ``dx``).
 
-    Derived here (docs/derivations.md#exact-jacobian-init).
+    Derived here (docs/derivations.md#jacobian-init).
     Norm: ``dh_t = (g/rms_t) P_t dx_t`` (``P_t`` removes the direction of ``h_t``;
     the tangent is orthogonal to the stream in the mean field), so ``Cn = g^2 C/sqrt(K_tt K_t't')``,
     the diagonal times ``(d-1)/(d-2)`` (``E[1/rms^2] = d/((d-2) K_tt)`` for a Gaussian stream and

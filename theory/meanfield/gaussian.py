@@ -177,7 +177,7 @@ def derivative_moment(name: str, q) -> np.ndarray:
 def swiglu_jvp_gain(q) -> np.ndarray:
     """``q E[silu'(z1)^2] + E[silu(z1)^2]`` with ``z1 ~ N(0, q)``.
 
-    Source: derived here (docs/derivations.md#exact-jacobian-init). The SwiGLU hidden unit ``silu(z1) z3`` has tangent
+    Source: derived here (docs/derivations.md#jacobian-init). The SwiGLU hidden unit ``silu(z1) z3`` has tangent
     ``silu'(z1) dz1 z3 + silu(z1) dz3``; with ``dz1, dz3`` independent of ``(z1, z3)``
     (the tangent is orthogonal to the normalised input) and ``E z3^2 = q``, its second
     moment per unit tangent variance is this gain.
@@ -261,11 +261,11 @@ def many_moments(func, q, max_direct: int = 4096) -> np.ndarray:
     >>> bool(np.allclose(many_moments(lambda x: second_moment("silu", x), q), second_moment("silu", q)))
     True
     """
-    from scipy.interpolate import CubicSpline
     q = np.asarray(q, dtype=float)
     if q.size <= max_direct or q.min() <= 0:
         unique, inverse = np.unique(q, return_inverse=True)
         return func(unique)[inverse].reshape(q.shape)
+    from scipy.interpolate import CubicSpline  # here only: importing it costs most of a second
     lo, hi = math.log10(q.min()), math.log10(q.max())
     if hi - lo < 1e-12:
         return np.full(q.shape, float(func(np.array([q.flat[0]]))[0]))

@@ -191,7 +191,7 @@ class SublayerStep:
 def sublayer_step(plan: SublayerPlan, idx, v, c, static: dict | None = None) -> SublayerStep:
     """One sublayer at steps ``idx`` from states ``(v, c)`` (arrays ``(n,)``).
 
-    Jacobian (derived here, docs/derivations.md#exact-jacobian-init):
+    Jacobian (derived here, docs/derivations.md#jacobian-init):
     for ``h = g x/rms(x)``, ``dh/dx = (g/rms)(I - h h^T/(d g^2))``;
     a probe ``u ~ N(0, I)`` keeps ``d - 1`` directions and ``E[1/rms^2] = d/((d-2) v)`` for a
     Gaussian stream, so the input tangent has second moment ``g^2 (d-1)/((d-2) v)`` per

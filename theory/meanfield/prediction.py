@@ -13,6 +13,9 @@ i.i.d. zero-mean Gaussian weights, no biases, norms
 without epsilon (``||N(x)||^2 = d`` exactly), branch masks ``Bernoulli(rho)`` over
 features shared by the tokens; the stream coordinates are then zero-mean and
 uncorrelated, so the ``var`` metric (unbiased over features) equals ``v`` in expectation.
+``width_law`` picks how a sublayer reads its input's token cosines: their mean-field value (``mean-field``) or
+their law at the setting's width (``finite-width``, docs/derivations.md#finite-width-token-covariance; ``auto``,
+the default, takes it for ``8 <= d < 4096`` and ``T <= 256``); the kinds below are the same under both.
 
 Kinds: ``exact`` where the law is an equality in expectation under these assumptions
 (Pre-LN-type variance of linear/MLP stacks, LNS, masked linear, ReLU without norm, post
@@ -32,7 +35,7 @@ only); paper statements as ``approx`` (P1 recursions with ``c = 1``, P1's LN Jac
 ``J ~ I + f'/sigma`` read as ``jac_dev``, P2 Theorems 4, 5, GQA) or ``upper`` (P2 Theorems 1, 2).
 
 >>> table = predict(Setting(preset=None, block="linear", depth=3, width=64))
->>> sub = table[(table.metric == "var") & (table.law == "exact-preln-init")]
+>>> sub = table[(table.metric == "var") & (table.law == "preln-init")]
 >>> sub.value.round(6).tolist()
 [1.0, 2.0, 3.0, 4.0]
 """
@@ -47,6 +50,7 @@ import sympy as sp
 
 from theory.architecture import input_moments
 from theory.meanfield.covariance import UNIFORM_TAU2
+from theory.meanfield.finite_width import resolve_width_law
 from theory.meanfield.stack_recursion import StreamCurves, stream_recursion
 from theory.meanfield.plan import ATTENTION, LINEAR, MLP, MOE, SUBLAYER_CODES, SublayerPlan, build_plan
 from theory.setting import Setting
@@ -106,10 +110,10 @@ def _var_law(setting: Setting) -> str:
     if setting.alignment > 0:
         return "bridge-aligned"
     if setting.scheme == "lns":
-        return "exact-lns-init"
+        return "lns-init"
     if setting.scheme == "none" and setting.block == "linear":
-        return "exact-masked-linear"
-    return "exact-preln-init"
+        return "masked-linear"
+    return "preln-init"
 
 
 def _homogeneous(setting: Setting) -> bool:
@@ -215,20 +219,20 @@ def _random_init_rows(setting: Setting, plan: SublayerPlan, curves: StreamCurves
     for code, metric in ((ATTENTION, "var_attn"), (MLP, "var_mlp"), (MOE, "var_mlp"), (LINEAR, "var_mlp")):
         idx = np.flatnonzero(plan.kind == code)
         if len(idx):
-            branch_law = {"var_attn": "exact-gqa-init" if setting.group_size > 1 else "exact-causal-attention"}.get(
-                metric, "exact-moe" if code == MOE else law)
+            branch_law = {"var_attn": "gqa-init" if setting.group_size > 1 else "causal-attention"}.get(
+                metric, "moe-gates" if code == MOE else law)
             frames.append(_rows(plan.block[idx], metric, branch_law, _branch_exact(setting, plan, idx, curves),
                                 curves.branch[idx]))
     frames.append(_rows(layers[1:], "angular", law, "approx", curves.angular))
     if setting.tokens >= 2:
         token_cos = np.concatenate([[c0 / v0], curves.tcos[last]])
         exact_cos = _uniform_attention(setting, plan) & _matrix_blocks(setting, curves) & (setting.scheme in _PRE_LIKE)
-        frames.append(_rows(layers, "token_cos", "exact-causal-attention", np.concatenate([[True], exact_cos]),
+        frames.append(_rows(layers, "token_cos", "causal-attention", np.concatenate([[True], exact_cos]),
                             token_cos))
     gain = _block_products(1.0 + curves.jac2, per_block)  # (L,); NaN for blocks normalising the sum
     finite = np.isfinite(gain)
     if setting.alignment == 0 and finite.any():
-        frames.append(_rows(layers[1:][finite], "jac_dev", "exact-jacobian-init", "approx", np.sqrt(gain[finite] - 1.0)))
+        frames.append(_rows(layers[1:][finite], "jac_dev", "jacobian-init", "approx", np.sqrt(gain[finite] - 1.0)))
     if setting.alignment == 0 and plan.norm_input.all() and not plan.norm_branch.any() and finite.all():
         # P1's LN Jacobian dLN/dx ~ (g/sigma) I: J_l - I ~ sum of (g/sigma) df/dh, no projection, no
         # E[1/rms^2] correction, no product of sublayers: jac_dev^2 ~ sum_sublayers g^2 ||df/dh||^2/(d sigma^2)
@@ -238,7 +242,7 @@ def _random_init_rows(setting: Setting, plan: SublayerPlan, curves: StreamCurves
         frames.append(_rows(layers[1:], "jac_dev", "p1-ln-jacobian", "approx", p1))
     if setting.alignment == 0 and finite.all():  # tangent of an isotropic probe: gains multiply
         e2e = np.sqrt(np.exp(np.cumsum(np.log(_block_products(curves.e2e2, per_block)))))
-        frames.append(_rows(layers, "e2e_gain", "exact-jacobian-init", "approx", np.concatenate([[1.0], e2e])))
+        frames.append(_rows(layers, "e2e_gain", "jacobian-init", "approx", np.concatenate([[1.0], e2e])))
     return frames
 
 
@@ -270,13 +274,16 @@ def _paper_rows(setting: Setting, plan: SublayerPlan) -> list[tuple]:
     return frames
 
 
-def predict(setting: Setting) -> pd.DataFrame:
+def predict(setting: Setting, width_law: str = "auto") -> pd.DataFrame:
     """Per-layer predictions for ``setting``: columns ``layer, metric, law, kind, value``.
 
     Metrics ``var, var_attn, var_mlp, angular, token_cos, jac_dev, e2e_gain`` (docs/formats.md#layers-and-metrics),
     the random-init laws of :func:`theory.meanfield.stack_recursion.stream_recursion` (kinds in the module
     docstring) and the paper statements that apply (P1 Lemma 3.2 / LNS with ``c = 1``,
     P2 Theorems 1, 2 (upper), 4, GQA (approx); P2 Theorem 5 for MoE).
+    ``width_law``: ``mean-field``, ``finite-width`` or ``auto``
+    (:func:`theory.meanfield.finite_width.resolve_width_law`; an unknown value, or ``finite-width`` below
+    ``d = 8``, raises :class:`theory.constraints.ConstraintError`).
     Source: derived here (docs/derivations.md); paper rows cite their statement in ``law``.
 
     >>> t = predict(Setting(preset=None, block="mlp", activation="relu", depth=2, width=64, ffn_width=256))
@@ -285,10 +292,11 @@ def predict(setting: Setting) -> pd.DataFrame:
     """
     if not isinstance(setting, Setting):
         raise TypeError(f"predict needs a Setting, got {type(setting).__name__}")
+    law = resolve_width_law(width_law, setting.width, setting.tokens)
     plan = build_plan(setting)
     v0, c0 = input_moments(setting)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a blow-up gives inf/NaN rows
-        curves = stream_recursion(plan, v0, c0, setting.tokens, setting.causal, setting.head_dim)
+        curves = stream_recursion(plan, v0, c0, setting.tokens, setting.causal, setting.head_dim, width_law=law)
         frames = _random_init_rows(setting, plan, curves) + _paper_rows(setting, plan)
     moe = np.flatnonzero(plan.kind == MOE)
     if len(moe):

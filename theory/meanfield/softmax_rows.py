@@ -35,7 +35,7 @@ from scipy.special import roots_genlaguerre
 
 __all__ = ["softmax_laplace_grid", "softmax_square_sum", "softmax_jacobian_square", "causal_pair_overlap",
            "position_averaged_square_sum", "key_norm_nodes", "uniform_rows", "RowTable", "row_table", "rope_cos",
-           "rope_spread", "score_path"]
+           "rope_rotate", "rope_spread", "score_path"]
 
 
 _GRID_BUDGET = 1 << 27  # bytes of one (w, tau, z) block: large score spreads are done in column chunks
@@ -102,7 +102,7 @@ def softmax_square_sum(n, tau2) -> np.ndarray:
 def causal_pair_overlap(tokens: int) -> float:
     """Mean over ordered pairs ``t != t'`` of ``1/max(t, t')``: ``2 (T - H_T)/(T (T - 1))``.
 
-    Source: derived here (docs/derivations.md#exact-causal-attention;
+    Source: derived here (docs/derivations.md#causal-attention;
     uniform causal rows ``a_tj = 1/t``). ``T = 1``: 0 (no pairs).
 
     >>> causal_pair_overlap(2)
@@ -172,22 +172,22 @@ class RowTable:
 
 
 
-def key_norm_nodes(head_dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes ``X/hd`` and weights (summing to 1) of an 8-node rule for ``X ~ chi^2_hd``, the squared key norm.
+def key_norm_nodes(head_dim: int, order: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes ``X/hd`` and weights (summing to 1) of an ``order``-node rule for ``X ~ chi^2_hd``, the squared key norm.
 
     Generalised Gauss-Laguerre (``X = 2x``, weight ``x^(hd/2 - 1) e^-x``); above ``hd = 200``
     its weights overflow and ``chi^2_hd/hd ~ N(1, 2/hd)`` is integrated by Gauss-Hermite instead
-    (error O(1/hd)). Returns ``(scale, weights)``, each (8,).
+    (error O(1/hd)). Returns ``(scale, weights)``, each (order,).
 
     >>> scale, weights = key_norm_nodes(16)
     >>> round(float(weights @ scale), 12), round(float(weights @ scale**2), 12)  # E[X/hd], E[(X/hd)^2] = 1 + 2/hd
     (1.0, 1.125)
     """
     if head_dim <= 200:
-        nodes, weights = roots_genlaguerre(8, head_dim / 2 - 1)
+        nodes, weights = roots_genlaguerre(order, head_dim / 2 - 1)
         scale = 2 * nodes / head_dim
     else:
-        nodes, weights = np.polynomial.hermite_e.hermegauss(8)
+        nodes, weights = np.polynomial.hermite_e.hermegauss(order)
         scale = np.maximum(1 + math.sqrt(2 / head_dim) * nodes, 0.0)
     return scale, weights / weights.sum()
 
@@ -255,6 +255,22 @@ def rope_cos(tokens: int, head_dim: int, base: float = 10000.0) -> np.ndarray:
     omega = base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
     lag = np.arange(tokens)[:, None] - np.arange(tokens)[None, :]
     return np.cos(lag[:, :, None] * omega).mean(axis=2)
+
+
+def rope_rotate(x: np.ndarray, base: float = 10000.0) -> np.ndarray:
+    """Rotary embedding of ``x`` (..., T, hd), LLaMA's rotate-half convention (as the simulator's engine).
+
+    Position ``t`` rotates the pair ``(x_i, x_(i + hd/2))`` by ``t omega_i``, ``omega_i = base^(-2i/hd)``:
+    the rotation whose mean cosine :func:`rope_cos` gives.
+
+    >>> rope_rotate(np.array([[1.0, 0.0], [1.0, 0.0]])).round(4).tolist()  # positions 0 and 1, omega_0 = 1
+    [[1.0, 0.0], [0.5403, 0.8415]]
+    """
+    tokens, half = x.shape[-2], x.shape[-1] // 2
+    angle = np.arange(tokens)[:, None] * base ** (-2.0 * np.arange(half) / x.shape[-1])  # (T, hd/2)
+    cos, sin = np.cos(angle), np.sin(angle)
+    first, second = x[..., :half], x[..., half:]
+    return np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
 
 
 def rope_spread(tokens: int, causal: bool, head_dim: int, base: float = 10000.0) -> np.ndarray:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.meanfield.covariance import RecursionContext, correlation, recursion_context, run_block, tangent_pass
+from theory.meanfield.covariance import RecursionContext, recursion_context, run_block, tangent_pass, token_cosine
 from theory.meanfield.pair_recursion import token_recursion
 from theory.meanfield.plan import SublayerPlan
 
@@ -104,7 +104,7 @@ def matrix_recursion(plan: SublayerPlan, K0: np.ndarray, blocks: int, ctx: Recur
                 out["jac2"][n] = step.traces_after[0] / step.traces[0] - 1.0
                 out["e2e2"][n] = step.traces_after[1] / step.traces[1]
             out["c"][n] = Kn[off].mean() if tokens > 1 else 0.0
-            out["tcos"][n] = correlation(Kn)[0][off].mean() if tokens > 1 else 0.0
+            out["tcos"][n] = token_cosine(Kn, ctx)
         cos = np.prod([step.cos_tok for step in steps], axis=0)
         out["angular"][block - 1] = np.mean(np.arccos(np.clip(cos, -1, 1)) / np.pi)
         if not np.all(np.isfinite(np.diag(K))):
@@ -128,8 +128,12 @@ def exact_blocks(plan: SublayerPlan, tokens: int) -> int:
 
 
 def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, causal: bool, head_dim: int,
-                     matrix_blocks: int | None = None, eps: float | None = None) -> dict:
+                     matrix_blocks: int | None = None, eps: float | None = None,
+                     width_law: str = "mean-field") -> StreamCurves:
     """The matrix recursion over all blocks: step by step, then (additive plans) geometric strides.
+
+    ``width_law``: ``mean-field`` or ``finite-width`` (:mod:`theory.meanfield.finite_width`); the pair
+    recursion that takes over the tails of non-additive plans is mean-field.
 
     The first :func:`exact_blocks` blocks run one by one (:func:`matrix_recursion`). After that
     (relative stride ``eps``: :data:`STRIDE_EPS`, larger up to 0.1 when ``T^2`` is large),
@@ -148,7 +152,7 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
     >>> curves.v.tolist(), curves.mode  # v_l = 1 + l (Pre-LN linear, alpha = 1)
     ([2.0, 3.0, 4.0], 'matrix')
     """
-    ctx = recursion_context(plan, tokens, causal, head_dim)
+    ctx = recursion_context(plan, tokens, causal, head_dim, width_law)
     period = ctx.period
     L = int(plan.block[-1])
     blocks = min(L, exact_blocks(plan, tokens) if matrix_blocks is None else max(1, matrix_blocks))
@@ -208,11 +212,9 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
     """
     L = int(plan.block[-1])
     tokens = len(K)
-    off = ~np.eye(tokens, dtype=bool)
 
     def state_row(b, K, C):
-        R = correlation(K)[0]
-        return b, float(np.mean(np.diag(K))), float(R[off].mean()) if tokens > 1 else 0.0, float(np.trace(C)) / tokens
+        return b, float(np.mean(np.diag(K))), token_cosine(K, ctx), float(np.trace(C)) / tokens
 
     def block_row(b, steps):
         jac2 = [st.traces_after[0] / st.traces[0] - 1.0 for st in steps]

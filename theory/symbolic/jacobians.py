@@ -3,7 +3,7 @@
 P1 (Sun et al. 2025) states ``dLN(x)/dx ~ I/sigma_x``, hence ``J_l ~ I + (sublayer
 terms)/sigma_l``. Here the norm's Jacobian is exact, ``(g/rms)(I - h h^T/d)``, and the
 block deviation is ``kappa g_l/sigma_l`` with ``sigma_l`` from the exact variance laws of
-:mod:`theory.symbolic.recursions` (derived here, docs/derivations.md#exact-jacobian-init).
+:mod:`theory.symbolic.recursions` (derived here, docs/derivations.md#jacobian-init).
 
 >>> preln_jacobian_deviation()
 kappa/sqrt(sigma_0**2 + v*(l - 1))
@@ -23,7 +23,7 @@ def rmsnorm_jacobian(dim=3):
     """Symbolic Jacobian of ``h = g x/rms(x)`` and the difference to ``(g/rms)(I - h h^T/d)``.
 
     Returns ``(jacobian, difference)``; the difference simplifies to zero.
-    Source: derived here, docs/derivations.md#exact-jacobian-init (P1's ``dLN/dx ~ I/sigma`` made exact).
+    Source: derived here, docs/derivations.md#jacobian-init (P1's ``dLN/dx ~ I/sigma`` made exact).
 
     Parameters
     ----------
@@ -56,7 +56,7 @@ def jacobian_deviation(scale=g, std=sigma, gain=kappa):
     """``||J_l - I||_F / sqrt(d) ~ kappa g_l / sigma_l`` for a Pre-LN-type block.
 
     ``kappa = ||df/dh||_F/sqrt(d)`` at unit input (linear: ``sqrt(alpha (d-1)/d)``).
-    Source: derived here (docs/derivations.md#exact-jacobian-init) from :func:`rmsnorm_jacobian`;
+    Source: derived here (docs/derivations.md#jacobian-init) from :func:`rmsnorm_jacobian`;
     exact in expectation for a
     linear sublayer, leading order for homogeneous degree-1 sublayers (ReLU).
 
@@ -111,7 +111,7 @@ def preln_linear_e2e_gain_sq():
     (cross term zero: ``W`` zero-mean), ``P = I - h h^T/d``. Taking ``||P u||^2 = ||u||^2``
     (drops the ``(d-1)/d`` of the projection; the tangent is not aligned with the
     stream) and ``sigma_l^2 = sigma_0^2 + alpha l`` the product telescopes. Source:
-    derived here, docs/derivations.md#exact-jacobian-init (a 20-sample numpy check at d = 256, L = 40
+    derived here, docs/derivations.md#jacobian-init (a 20-sample numpy check at d = 256, L = 40
     gave 45 +- 3.5 for 41).
     Grows like ``L``, so P1 Theorem 3.3's uniform bound does not apply at init.
 

@@ -7,7 +7,7 @@ carries its sympy statement, assumptions, closed form, the growth class derived 
 
 >>> lemma("p2-thm-1").source
 'P2 Theorem 1'
->>> lemma("exact-masked-linear").symbolic_check()
+>>> lemma("masked-linear").symbolic_check()
 True
 """
 
@@ -37,7 +37,8 @@ class Lemma:
     expectation under ``assumptions``) or "bridge" (docs/derivations.md#bridge-aligned). ``growth`` is the
     class derived here (see :func:`derive_growth`), ``notes`` records findings, e.g.
     where a paper statement is loose or wrong; ``related`` names lemmas it is
-    compared with.
+    compared with. ``exact_for`` says which curves of ``theory predict`` carrying this id are of kind exact
+    (blocks, schemes, regime); its other curves are approximate (empty for the papers' statements).
     """
 
     id: str
@@ -51,6 +52,7 @@ class Lemma:
     growth: str | None = None
     notes: str = ""
     related: tuple[str, ...] = ()
+    exact_for: str = ""
 
 
 # -- growth derivations -----------------------------------------------------------------
@@ -65,11 +67,11 @@ _DERIVATIONS: dict[str, Callable[[], str | None]] = {
     "p2-thm-1": lambda: bd.classify_growth(bd.p2_thm_1_bound()),
     "p2-thm-2": lambda: bd.classify_growth((bd.p2_thm_2().rhs / sigma**2) ** L),
     "p2-thm-3": lambda: bd.classify_growth(bd.p2_thm_3_bound().subs({t: L, eta: 1 / (2 * lam)})),
-    "exact-masked-linear": lambda: bd.classify_growth(rc.masked_linear_variance()),
+    "masked-linear": lambda: bd.classify_growth(rc.masked_linear_variance()),
     "exact-weight-decay": lambda: bd.classify_growth(rc.weight_decay_variance().subs({t: L, eta: 1 / (2 * lam)})),
-    "exact-preln-init": lambda: bd.classify_growth(rc.preln_variance()),
-    "exact-lns-init": lambda: bd.classify_growth(rc.lns_variance()),
-    "exact-jacobian-init": lambda: _jac_growth(rc.preln_jacobian_deviation()),
+    "preln-init": lambda: bd.classify_growth(rc.preln_variance()),
+    "lns-init": lambda: bd.classify_growth(rc.lns_variance()),
+    "jacobian-init": lambda: _jac_growth(rc.preln_jacobian_deviation()),
     "bridge-aligned": lambda: bd.classify_growth(rc.bridge_variance("aligned").subs(a, sp.Symbol("a", positive=True))),
 }
 
@@ -92,7 +94,7 @@ def growth_class(lemma_id: str) -> str | None:
 
     Examples
     --------
-    >>> growth_class("exact-lns-init")
+    >>> growth_class("lns-init")
     'Theta(log L)'
     """
     return lemma(lemma_id).growth
@@ -119,8 +121,8 @@ def _build() -> dict[str, Lemma]:
             "The recursion never reaches the Theta(exp(L)) upper bound, and "
             "its Theta(L) lower bound is not tight either; exp(L) needs a per-layer factor bounded away from "
             "1 (the Theta constant > 1), not the 1/sigma_l term. Pre-LN at random init is Theta(L) "
-            "(exact-preln-init): its per-layer factor is 1 + v/sigma_l^2, not 1 + c/sigma_l.",
-            related=("exact-preln-init", "bridge-aligned"),
+            "(preln-init): its per-layer factor is 1 + v/sigma_l^2, not 1 + c/sigma_l.",
+            related=("preln-init", "bridge-aligned"),
         ),
         Lemma(
             id="p1-ln-jacobian",
@@ -133,7 +135,7 @@ def _build() -> dict[str, Lemma]:
             symbolic_check=ck.check_p1_ln_jacobian,
             notes="Exact (derived here): (g_l/rms(x)) (I - h h^T/d) with h = x/rms(x); the '~ I/sigma' drops a "
             "rank-one projection, so ||dLN/dx||_F^2 = (d-1) g^2/sigma^2, not d g^2/sigma^2.",
-            related=("exact-jacobian-init",),
+            related=("jacobian-init",),
         ),
         Lemma(
             id="p1-thm-3.3",
@@ -148,7 +150,7 @@ def _build() -> dict[str, Lemma]:
             "(Theta(L^2): sum 2/(c l) diverges) and at random init (Pre-LN sigma_l ~ sqrt(l)): there the "
             "mean-square end-to-end gain of a linear Pre-LN stack is sigma_L^2/sigma_0^2 = 1 + alpha L/sigma_0^2, "
             "unbounded (omega(1)) although each block tends to the identity.",
-            related=("exact-jacobian-init",),
+            related=("jacobian-init",),
         ),
         Lemma(
             id="p1-lns",
@@ -164,8 +166,8 @@ def _build() -> dict[str, Lemma]:
             notes="Derived here: the model gives sigma_L^2 ~ c^2 L (iteration to L = 1e6: x_L/(c^2 L) = 1.002, "
             "1.000, 0.999 and slope 0.998, 1.000, 1.001 on 1e5..1e6 for c = 0.5, 1, 2): "
             "P1's lower bound Theta(L) is the tight one, L^(2-eps) is loose. At random init LNS is "
-            "Theta(log L) (exact-lns-init), which violates P1's lower bound Theta(L).",
-            related=("exact-lns-init",),
+            "Theta(log L) (lns-init), which violates P1's lower bound Theta(L).",
+            related=("lns-init",),
         ),
         Lemma(
             id="p2-thm-1",
@@ -178,10 +180,10 @@ def _build() -> dict[str, Lemma]:
             closed_form=bd.p2_thm_1_bound(),
             symbolic_check=ck.check_p2_thm_1,
             growth="Theta(exp(L))",
-            notes="Never tight for alpha*rho > 0: the exact gain is 1 + alpha rho (exact-masked-linear), the bound's "
+            notes="Never tight for alpha*rho > 0: the exact gain is 1 + alpha rho (masked-linear), the bound's "
             "(1 + sqrt(alpha rho))^2 exceeds it by 2 sqrt(alpha rho); at alpha = rho = 1 the bound is 4^L "
             "against the exact 2^L.",
-            related=("exact-masked-linear",),
+            related=("masked-linear",),
         ),
         Lemma(
             id="p2-thm-2",
@@ -195,7 +197,7 @@ def _build() -> dict[str, Lemma]:
             growth="Theta(exp(L))",
             notes="At random init with zero-mean output weights the cross terms vanish and the exact gain is "
             "(1 + alpha_attn rho)(1 + alpha_ffn rho) (derived here), below the bound by the same 2 sqrt terms.",
-            related=("exact-masked-linear",),
+            related=("masked-linear",),
         ),
         Lemma(
             id="p2-thm-3",
@@ -222,8 +224,8 @@ def _build() -> dict[str, Lemma]:
             assumptions="uniform, non-causal attention over T zero-mean independent values of variance sigma_V^2",
             symbolic_check=ck.check_p2_thm_4,
             notes="With a causal mask (every LLM here) query t averages t values: the mean is sigma_V^2 H_T/T, "
-            "larger than sigma_V^2/T by H_T ~ log T (exact-causal-attention).",
-            related=("exact-causal-attention",),
+            "larger than sigma_V^2/T by H_T ~ log T (causal-attention).",
+            related=("causal-attention",),
         ),
         Lemma(
             id="p2-thm-5",
@@ -235,8 +237,8 @@ def _build() -> dict[str, Lemma]:
             "(for the Jacobian)",
             symbolic_check=ck.check_p2_thm_5,
             notes="Exact for uniform gates; softmax gates over the top-k give E[sum g_i^2] in [1/k, 1] "
-            "(exact-moe), so 1/k is the best case.",
-            related=("exact-moe",),
+            "(moe-gates), so 1/k is the best case.",
+            related=("moe-gates",),
         ),
         Lemma(
             id="p2-gqa",
@@ -248,11 +250,11 @@ def _build() -> dict[str, Lemma]:
             "independent",
             symbolic_check=ck.check_p2_gqa,
             notes="Not at init: heads are summed through independent blocks of W_O, not averaged, so the output "
-            "variance equals MHA's and does not depend on G (exact-gqa-init).",
-            related=("exact-gqa-init",),
+            "variance equals MHA's and does not depend on G (gqa-init).",
+            related=("gqa-init",),
         ),
         Lemma(
-            id="exact-masked-linear",
+            id="masked-linear",
             source="derived here (exact version of P2 Theorem 1)",
             kind="exact",
             title="Masked linear residual: exact variance",
@@ -263,6 +265,8 @@ def _build() -> dict[str, Lemma]:
             growth="Theta(exp(L))",
             notes="Exponential with rate log(1 + alpha rho), below P2 Theorem 1's 2 log(1 + sqrt(alpha rho)).",
             related=("p2-thm-1",),
+            exact_for=("var, var_mlp of the masked linear stack without a norm (scheme none, linear block); "
+                       "angular approx"),
         ),
         Lemma(
             id="exact-weight-decay",
@@ -276,9 +280,10 @@ def _build() -> dict[str, Lemma]:
             growth="O(1)",
             notes="Converges to eta^2 sigma_G^2/(1 - (1 - eta lam)^2) = eta sigma_G^2/(lam (2 - eta lam)).",
             related=("p2-thm-3",),
+            exact_for="the weight-decay process (every step)",
         ),
         Lemma(
-            id="exact-preln-init",
+            id="preln-init",
             source="derived here",
             kind="exact",
             title="Pre-LN at init: additive variance",
@@ -290,9 +295,12 @@ def _build() -> dict[str, Lemma]:
             growth="Theta(L)",
             notes="Linear, not exponential: the norm output has unit variance whatever sigma_l is.",
             related=("p1-lemma-3.2",),
+            exact_for=("var, var_mlp of linear and MLP blocks under every scheme with a norm; of attention, "
+                       "transformer and llama blocks only in the uniform-attention regime (alpha_q alpha_k g^4 "
+                       "<= 0.02, Pre-LN-type schemes); angular approx everywhere"),
         ),
         Lemma(
-            id="exact-lns-init",
+            id="lns-init",
             source="derived here",
             kind="exact",
             title="LNS at init: harmonic variance",
@@ -308,9 +316,11 @@ def _build() -> dict[str, Lemma]:
             "softmax rows tend to uniform as g_l -> 0 (scores scale like g_l^2), so c is then the "
             "uniform-attention constant, not the g = 1 one.",
             related=("p1-lns",),
+            exact_for=("var, var_mlp of linear and MLP blocks under LNS; of attention-bearing blocks only in the "
+                       "uniform-attention regime; angular approx everywhere"),
         ),
         Lemma(
-            id="exact-moe",
+            id="moe-gates",
             source="derived here (exact version of P2 Theorem 5)",
             kind="exact",
             title="MoE: variance factor sum of squared gates",
@@ -323,9 +333,11 @@ def _build() -> dict[str, Lemma]:
             "same factor holds for the Jacobian only with locally constant routing (gate derivatives "
             "dropped).",
             related=("p2-thm-5",),
+            exact_for=("var_mlp of MoE blocks behind a norm (softmax or uniform gates), in the token-covariance "
+                       "recursion"),
         ),
         Lemma(
-            id="exact-gqa-init",
+            id="gqa-init",
             source="derived here",
             kind="exact",
             title="GQA at init: variance independent of G",
@@ -335,9 +347,10 @@ def _build() -> dict[str, Lemma]:
             symbolic_check=ck.check_gqa_init,
             notes="No 1/G: contradicts P2's sigma_V^2/(G n) at init.",
             related=("p2-gqa",),
+            exact_for="var_attn in the uniform-attention regime (alpha_q alpha_k g^4 <= 0.02, Pre-LN-type schemes)",
         ),
         Lemma(
-            id="exact-causal-attention",
+            id="causal-attention",
             source="derived here",
             kind="exact",
             title="Causal uniform attention: H_T/T",
@@ -348,9 +361,11 @@ def _build() -> dict[str, Lemma]:
             symbolic_check=ck.check_causal,
             notes="H_T/T ~ log(T)/T, a factor H_T above P2 Theorem 4's 1/T.",
             related=("p2-thm-4",),
+            exact_for=("var_attn and token_cos in the uniform-attention regime (alpha_q alpha_k g^4 <= 0.02, "
+                       "Pre-LN-type schemes, not MoE); approx elsewhere"),
         ),
         Lemma(
-            id="exact-jacobian-init",
+            id="jacobian-init",
             source="derived here",
             kind="exact",
             title="Block Jacobian deviation ~ g_l/sigma_l",
@@ -363,6 +378,7 @@ def _build() -> dict[str, Lemma]:
             notes="Pre-LN: kappa/sqrt(sigma_0^2 + v (l-1)) = Theta(l^-1/2); LNS: Theta(1/sqrt(l log l)); SwiGLU under "
             "LNS has kappa ~ g_l, one more 1/sqrt(l). Linear Pre-LN end-to-end gain^2 = sigma_L^2/sigma_0^2.",
             related=("p1-ln-jacobian", "p1-thm-3.3"),
+            exact_for="none of its curves (jac_dev, e2e_gain are ratios of expectations: approx)",
         ),
         Lemma(
             id="bridge-aligned",
@@ -379,6 +395,7 @@ def _build() -> dict[str, Lemma]:
             "quadratic; a = kappa sigma_l: exponential (1 + kappa)^(2L). P1 Lemma 3.2's step equals the "
             "aligned step with a = c/2 minus c^2/4, hence its quadratic growth.",
             related=("p1-lemma-3.2",),
+            exact_for="var of linear and MLP blocks with a planted aligned part under Pre-LN-type schemes",
         ),
     ]
     return {entry.id: entry for entry in entries}

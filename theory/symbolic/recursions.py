@@ -76,7 +76,7 @@ def solve_first_order(step, initial, index=L):
 def masked_linear_step(prev=x):
     """One step of ``r_{l+1} = r_l + D_l W_l r_l`` for the per-coordinate variance.
 
-    Source: derived here, docs/derivations.md#exact-masked-linear. ``W`` is d x d with entries N(0, s^2),
+    Source: derived here, docs/derivations.md#masked-linear. ``W`` is d x d with entries N(0, s^2),
     ``D = diag(Bernoulli(rho))``, both independent of ``r``; then
     ``E||D W r||^2 = rho*d*s^2*||r||^2`` and the cross term vanishes, so the
     variance is multiplied by ``1 + alpha*rho`` exactly.
@@ -102,7 +102,7 @@ def masked_linear_step(prev=x):
 def masked_linear_variance():
     """Closed form ``sigma_L^2 = sigma_0^2 (1 + alpha*rho)^L`` of the masked linear stack.
 
-    Source: derived here (docs/derivations.md#exact-masked-linear); solved from :func:`masked_linear_step`
+    Source: derived here (docs/derivations.md#masked-linear); solved from :func:`masked_linear_step`
     with ``rsolve``.
     Assumptions: homogeneous ``alpha``, ``rho`` over layers (else a product).
 
@@ -345,7 +345,7 @@ def attention_increment(scale=g, sum_a2=sp.Symbol("A_2", positive=True), token_c
 def causal_uniform_attention_factor():
     """``E_t[sum_j a_tj^2]`` for uniform causal attention, ``a_tj = 1/t``: ``H_T/T``.
 
-    Source: derived here (docs/derivations.md#exact-causal-attention); averaged over query positions ``t = 1..T``.
+    Source: derived here (docs/derivations.md#causal-attention); averaged over query positions ``t = 1..T``.
 
     Examples
     --------
@@ -359,7 +359,7 @@ def causal_uniform_attention_factor():
 def preln_variance():
     """Pre-LN at init: ``sigma_L^2 = sigma_0^2 + L (v_attn + v_mlp)`` (additive, Theta(L)).
 
-    Source: derived here (docs/derivations.md#exact-preln-init). The norm output has unit variance whatever
+    Source: derived here (docs/derivations.md#preln-init). The norm output has unit variance whatever
     ``sigma_l`` is, so each sublayer adds a variance independent of ``sigma_l``.
 
     Examples
@@ -373,7 +373,7 @@ def preln_variance():
 def lns_variance():
     """LNS at init with degree-2 homogeneous increments ``c g_l^2 = c/l``: ``sigma_0^2 + c H_L``.
 
-    Source: derived here (docs/derivations.md#exact-lns-init). Holds for linear, ReLU and (uniform-)attention sublayers,
+    Source: derived here (docs/derivations.md#lns-init). Holds for linear, ReLU and (uniform-)attention sublayers,
     whose increments are proportional to ``g_l^2``; ``c`` is the Pre-LN increment.
 
     Examples
@@ -389,7 +389,7 @@ def lns_swiglu_mlp_limit():
 
     So the SwiGLU MLP adds ``~ 1/l^2`` under LNS (any ``alpha``, for ``l >> alpha``),
     and its sum over depth converges (``sum 1/l^2 = pi^2/6``). Source: derived here,
-    docs/derivations.md#exact-lns-init.
+    docs/derivations.md#lns-init.
 
     Examples
     --------
@@ -403,7 +403,7 @@ def lns_swiglu_mlp_limit():
 def moe_gate_factor(gates):
     """Variance factor ``sum_i g_i^2`` of a top-k MoE output over one expert's variance.
 
-    Source: derived here (docs/derivations.md#exact-moe). Experts independent, zero-mean, independent of the gates.
+    Source: derived here (docs/derivations.md#moe-gates). Experts independent, zero-mean, independent of the gates.
 
     Parameters
     ----------
@@ -439,7 +439,7 @@ def gqa_attention_increment(group=G, sum_a2=sp.Symbol("A_2", positive=True)):
 
     Each head has its own independent block of ``W_O``, so cross terms vanish and the
     sum over heads equals MHA's: ``H * alpha^2 g^2 A_2/H``, no ``G``. Source: derived here,
-    docs/derivations.md#exact-gqa-init.
+    docs/derivations.md#gqa-init.
 
     Parameters
     ----------
