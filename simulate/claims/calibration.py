@@ -84,7 +84,9 @@ def _draw(rng, design, scenario: str, slope: float, studies: int) -> list[np.nda
 
 
 def _welch_p(last: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """Welch's two-sided p of ``last - first`` per study (rows ``(studies, n)``)."""
+    """Welch's two-sided p of ``last - first`` per study (rows ``(studies, n)``); NaN where a cell has one model."""
+    if last.shape[1] < 2 or first.shape[1] < 2:
+        return np.full(last.shape[0], math.nan)
     va, vb = last.var(axis=1, ddof=1) / last.shape[1], first.var(axis=1, ddof=1) / first.shape[1]  # (studies,)
     se = np.sqrt(va + vb)
     dof = (va + vb) ** 2 / (va**2 / (last.shape[1] - 1) + vb**2 / (first.shape[1] - 1))

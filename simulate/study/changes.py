@@ -48,7 +48,7 @@ def _changes(old: pd.DataFrame, new: pd.DataFrame, keys: list[str], estimate: st
 def _why(row) -> str:
     """What in the new analysis changed a verdict, read from the two rows (docs/studies.md#verdicts)."""
     reasons = []
-    if getattr(row, "method_old", "") == "endpoints":
+    if getattr(row, "method_old", "") == "endpoints" and getattr(row.old, "judged", False):
         reasons.append("the old verdict read the last minus the first cell by seeds (the line's lack of fit was "
                        "rejected); the new one reads the cell means' slope")
     statistic_old, statistic_new = getattr(row, "statistic_old", None), getattr(row, "statistic_new", None)
@@ -89,23 +89,26 @@ def _section(title: str, table: pd.DataFrame, keys: list[str]) -> list[str]:
     shown = changed[[*keys, "old", "new", "estimate_old", "estimate_new", "models_old", "models_new", "why"]].copy()
     for column in ("estimate_old", "estimate_new", "models_old", "models_new"):
         shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3g}")
-    return [f"## {title}", "", f"{len(changed)} of {len(judged)} verdicts matched in both runs changed; "
+    return [f"### {title}", "", f"{len(changed)} of {len(judged)} verdicts matched in both runs changed; "
             f"{len(judged) - len(changed)} stayed; {only_old} only in the old run, {only_new} only in the new.", "",
             *([markdown_table(shown), ""] if len(shown) else [])]
 
 
-def write_changes(old_folder, new_folder, study) -> Path:
-    """Write ``new_folder/changes-from-<name of old_folder>`` (module docstring) for ``study``, read from both folders'
-    reports; its path. FileNotFoundError naming the file when the old run has no report of that study."""
-    (old_levels, old_trends), (new_levels, new_trends) = (read_verdicts(folder, study.name)
-                                                          for folder in (old_folder, new_folder))
-    axes = [f for f in study.axes if f in old_levels and f in new_levels]
-    levels = level_changes(old_levels, new_levels, axes)
-    trends = trend_changes(old_trends, _first_line(new_trends))
-    lines = [f"# Verdicts of `{study.name}` that changed from `{old_folder}` to `{new_folder}`", "",
+def write_changes(old_folder, new_folder, studies) -> Path:
+    """Write ``new_folder/changes-from-<name of old_folder>`` (module docstring) for ``studies``, one section each,
+    read from both folders' reports; its path. FileNotFoundError naming the file when the old run has no report of
+    a study."""
+    lines = [f"# Verdicts that changed from `{old_folder}` to `{new_folder}`", "",
              "Each run at its full length (a stability study's longest training); docs/studies.md#comparing-two-runs.",
-             "", *_section("Levels", levels, ["claim", "statistic", "scheme", *axes]),
-             *_section("Trends", trends, ["claim", "scheme", "axis"])]
+             ""]
+    for study in studies:
+        (old_levels, old_trends), (new_levels, new_trends) = (read_verdicts(folder, study.name)
+                                                              for folder in (old_folder, new_folder))
+        axes = [f for f in study.axes if f in old_levels and f in new_levels]
+        levels = level_changes(old_levels, new_levels, axes)
+        trends = trend_changes(old_trends, _first_line(new_trends))
+        lines += [f"## Study `{study.name}`", "", *_section("Levels", levels, ["claim", "statistic", "scheme", *axes]),
+                  *_section("Trends", trends, ["claim", "scheme", "axis"])]
     path = Path(new_folder) / f"changes-from-{Path(old_folder).name}.md"
     write_text_atomic(path, "\n".join(lines))
     return path

@@ -68,12 +68,10 @@ def _load(paths) -> list:
 
 def _check_compare(old: str, dest, studies) -> None:
     """``--compare OLD`` needs ``--export`` and OLD's reports of every study: else one line, exit 2."""
-    from simulate.study.report import REPORT_FILES
-
     if dest is None:
         fail(PROG, "--compare is allowed only with --export DEST (the changes are written beside the copy)")
-    for study in studies:
-        missing = [name for name in REPORT_FILES if not (Path(old) / study.name / name).is_file()]
+    for study in studies:  # what simulate.study.changes reads of a run (an earlier analysis may have had no more)
+        missing = [name for name in ("levels.csv", "trends.csv") if not (Path(old) / study.name / name).is_file()]
         if missing:
             fail(PROG, f"--compare {old} is not allowed: it has no {study.name}/{missing[0]} (a folder of the "
                        "same studies' reports, as --export writes)")
@@ -125,8 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.compare is not None:
             from simulate.study.changes import write_changes
 
-            for study in studies:
-                print(f"verdicts changed from {args.compare} -> {write_changes(args.compare, dest, study)}")
+            print(f"verdicts changed from {args.compare} -> {write_changes(args.compare, dest, studies)}")
     return 0
 
 

@@ -242,7 +242,7 @@ def judged_markdown(judged: Judged) -> str:
         return "\n".join([*lines, "", f"**Not judged: {judged.problem}.**", ""])
     rows = judged.rows
     counts = _counts(rows)
-    lines += ["", "## Per law", "", markdown_table(counts.reset_index()), "", "## Every row", "",
+    lines += ["", "## Per law", "", markdown_table(counts), "", "## Every row", "",
               markdown_table(rows.assign(
                   prediction=[f"{r.estimate:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in rows.itertuples()])[
                   ["statistic", "scheme", "law", "line", "steps", "depth", "judged_on", "prediction", "measured", "n",
@@ -266,12 +266,12 @@ def write_judgements(studies, out) -> list[Judged]:
     return judged
 
 
-def _counts(rows: pd.DataFrame) -> pd.DataFrame:
-    """Passes, failures and pending rows per statistic, scheme, law, line and length."""
+def _counts(rows: pd.DataFrame, by=("statistic", "scheme", "law", "line", "steps")) -> pd.DataFrame:
+    """Passes, failures and pending rows per group of ``by``."""
     tested = (BlindTest.PASSES, BlindTest.FAILS, BlindTest.PENDING)
     words = rows.assign(blind_test=[BlindTest.parse(v) if isinstance(v, str) and v else None
                                     for v in rows["blind_test"]])
-    return (words.groupby(["statistic", "scheme", "law", "line", "steps"], sort=False)["blind_test"]
+    return (words.groupby(list(by), sort=False)["blind_test"]
             .agg(lambda verdicts: ", ".join(f"{sum(v is t for v in verdicts)} {t}" for t in tested))
             .reset_index().rename(columns={"blind_test": "rows"}))
 
@@ -288,6 +288,6 @@ def judged_summary(folder) -> list[str]:
             continue
         lines += [f"## Pre-registered prediction `{name}` against the models trained after it", "",
                   f"Each row a 95 % prediction interval committed before the models started (`{name}.md`); judged "
-                  f"without refitting (`{path.stem}.md`). About one row in twenty fails by chance if a law is right.",
-                  "", markdown_table(_counts(rows)), ""]
+                  f"without refitting (`{path.stem}.md`, per line and length). About one row in twenty fails by "
+                  "chance if a law is right.", "", markdown_table(_counts(rows, ("statistic", "scheme", "law"))), ""]
     return lines
