@@ -13,12 +13,14 @@ that gains columns reads the same.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
 from paper_figs.studies import atlas_name
 from simulate.study.atlas import atlas_results, atlas_studies
+from theory.verdicts import Verdict
 
 __all__ = ["TREND_COLUMNS", "words", "shipped_models", "models_sentence", "study_overview", "trend_table",
            "verdict_counts", "extrapolation_laws"]
@@ -96,17 +98,17 @@ def trend_table(trends: pd.DataFrame) -> pd.DataFrame:
 def verdict_counts(trends: pd.DataFrame) -> str:
     """One sentence counting every verdict on a claimed direction, each kind named (none left out).
 
-    >>> t = pd.DataFrame({"direction": ["rises", "falls", "rises", ""], "verdict": ["holds", "too few axis values",
-    ...                   "holds", "no direction claimed"]})
+    >>> t = pd.DataFrame({"direction": ["rises", "falls", "rises", ""],
+    ...                   "verdict": [Verdict.HOLDS, Verdict.TOO_FEW_AXIS_VALUES, Verdict.HOLDS, Verdict.NO_DIRECTION]})
     >>> verdict_counts(t)
     'of 3 trends with a claimed direction, the verdict is holds for 2, too few axis values for 1 (two axis values \
 give no direction verdict)'
     """
     claimed = trends[trends["direction"].map(words) != ""]
-    counts = claimed["verdict"].map(words).value_counts()
-    order = [v for v in ("holds", "violated", "inconclusive") if v in counts] + \
-        [v for v in counts.index if v not in ("holds", "violated", "inconclusive")]
-    note = " (two axis values give no direction verdict)" if "too few axis values" in counts else ""
+    counts = Counter(Verdict.parse(v) if v is not None and v == v else None for v in claimed["verdict"])
+    first = [Verdict.HOLDS, Verdict.VIOLATED, Verdict.INCONCLUSIVE, Verdict.UNRESOLVABLE]
+    order = [v for v in first if v in counts] + [v for v in counts if v not in first]
+    note = " (two axis values give no direction verdict)" if Verdict.TOO_FEW_AXIS_VALUES in counts else ""
     return (f"of {len(claimed)} trends with a claimed direction, the verdict is "
             + ", ".join(f"{v or 'none'} for {counts[v]}" for v in order) + note)
 

@@ -20,6 +20,7 @@ import pandas as pd
 
 from simulate.compare import (COLUMNS, Z_LIMIT, compare, describe_curve, describe_setting, run_monte_carlo,
                               verdict_sentence)
+from theory.verdicts import Verdict
 
 __all__ = ["MODES", "notebook_mode", "pick", "progress", "progress_as_output", "setup_display", "verdict_table",
            "worst_layer", "knob_table", "at_layer", "law_at", "verdict_commentary"]
@@ -154,7 +155,8 @@ def verdict_commentary(table: pd.DataFrame) -> list[str]:
     words = {"exact": "exact curve", "approx": "approximate curve", "upper": "upper bound", "lower": "lower bound",
              "growth": "growth class", "claim": "claimed sign"}
     lines, noted = [], set()
-    for verdict, group in table.groupby("verdict"):
+    table = table.assign(verdict=[Verdict.parse(v) for v in table["verdict"]])  # words read from verify.csv too
+    for verdict, group in table.groupby("verdict", sort=False):
         lines.append(f"=== {verdict}: {len(group)} rows, lemmas {', '.join(sorted(group.id.unique()))}")
         for (lemma_id, kind), rows in group.groupby(["id", "kind"], sort=False):
             lemma = theory.LEMMAS.get(lemma_id)
@@ -163,12 +165,12 @@ def verdict_commentary(table: pd.DataFrame) -> list[str]:
                 lines.append(f"{head}, judged by the {words[kind]} of the measured curve (no |z| from a curve):")
                 lines += [f"    [{r['setting']}] {r['metric']} L={r['layer']}: {r['comment']}"
                           for r in rows.to_dict("records")]
-            elif verdict == "holds" and kind in ("exact", "approx"):
+            elif verdict is Verdict.HOLDS and kind in ("exact", "approx"):
                 lines.append(f"{head}: within {Z_LIMIT:g} sem at every layer "
                              f"(last-layer |z| <= {rows.z.abs().max():.2f})")
-            elif verdict == "holds as a bound":
+            elif verdict is Verdict.HOLDS_AS_BOUND:
                 lines.append(f"{head}: tightness {rows.tightness.min():.3g}..{rows.tightness.max():.3g} (1 = tight)")
-            elif verdict in ("not applicable at init", "no prediction"):
+            elif verdict in (Verdict.NOT_APPLICABLE, Verdict.NO_PREDICTION):
                 lines.append(f"{head}: {rows.comment.iloc[0]}")
             else:
                 lines.append(f"{head}:")

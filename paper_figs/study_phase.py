@@ -9,7 +9,7 @@ white and says "not tried"; only a planned model that has not finished reads "pe
 Bottom: the held-out loss against the rate, one line per depth (:func:`paper_figs.studies.depth_styles`),
 one panel per scheme, one y range.
 
->>> cell_word("exponential", 0.0741)
+>>> cell_word(GrowthClass.EXPONENTIAL, 0.0741)
 'exp\\nr=0.074'
 """
 
@@ -26,7 +26,9 @@ from paper_figs.studies import (AXIS_LABELS, SCHEME_LABELS, axis_band, depth_sty
                                 study_caption)
 from paper_figs.style import place_legend, save_figure, new_figure
 from simulate.claims import CLAIMS, Kind, growth_summary
+from simulate.claims.along_axes import IDENTIFIABLE_BLOCKS
 from simulate.study.atlas import ATLAS_DIR, atlas_results, atlas_studies
+from theory.verdicts import GrowthClass
 
 __all__ = ["NOT_TRIED", "cell_word", "phase_cells", "phase_figure", "study_phase"]
 
@@ -34,9 +36,14 @@ NOT_TRIED = "not\ntried"
 _GROWTH_CLAIM = {"pre": "p1-lemma-3.2-growth", "lns": "p1-lns-growth"}
 
 
-def cell_word(growth_class: str, value: float) -> str:
-    """What a finished cell says: its exponent, its rate per layer, or that it has no class."""
-    return {"polynomial": f"p={value:.2f}", "exponential": f"exp\nr={value:.2g}"}.get(growth_class, "undet.")
+def cell_word(growth_class: GrowthClass, value: float) -> str:
+    """What a finished cell says: its exponent, its rate per layer, or that it has no class (undetermined, or too
+    few blocks to identify one)."""
+    if growth_class is GrowthClass.POLYNOMIAL:
+        return f"p={value:.2f}"
+    if growth_class is GrowthClass.EXPONENTIAL:
+        return f"exp\nr={value:.2g}"
+    return "n.i." if growth_class is GrowthClass.NOT_IDENTIFIABLE else "undet."
 
 
 def _tuning_phase(results) -> tuple[pd.DataFrame, pd.DataFrame, str]:
@@ -58,8 +65,11 @@ def _tuning_phase(results) -> tuple[pd.DataFrame, pd.DataFrame, str]:
         points.append({**cell, "status": m.status, "val_loss": loss})
         if m.status == "ok":
             summary = growth_summary(m.evidence.last_profile())
-            levels.append({**cell, "claim": claim[m.scheme], "statistic": "var_growth", "growth_class": summary.label,
-                           "mean": (summary.rate if summary.label == "exponential" else summary.exponent).estimate})
+            label = summary.label if cell["depth"] >= IDENTIFIABLE_BLOCKS else GrowthClass.NOT_IDENTIFIABLE
+            exponential = label is GrowthClass.EXPONENTIAL
+            levels.append({**cell, "claim": claim[m.scheme], "statistic": "growth_rate" if exponential else
+                           "growth_exponent", "growth_class": label,
+                           "mean": (summary.rate if exponential else summary.exponent).estimate})
     points = pd.DataFrame(points)
     steps = ", ".join(str(int(s)) for s in sorted(points["steps"].unique())) if len(points) else "no"
     note = f"the tuning models: seed {', '.join(map(str, study.tune_seeds))}, {steps} steps"
@@ -75,12 +85,14 @@ def phase_cells(levels: pd.DataFrame, points: pd.DataFrame, scheme: str) -> pd.D
 
     >>> points = pd.DataFrame({"scheme": "pre", "depth": [4, 4, 8], "lr": [1e-3, 1e-2, 1e-3],
     ...                        "status": ["ok", "pending", "ok"]})
-    >>> levels = pd.DataFrame({"claim": "p1-lemma-3.2-growth", "statistic": "var_growth", "depth": [4, 8],
-    ...                        "lr": [1e-3, 1e-3], "growth_class": ["polynomial", "exponential"], "mean": [1.2, 0.3]})
+    >>> levels = pd.DataFrame({"claim": "p1-lemma-3.2-growth", "statistic": ["growth_exponent", "growth_rate"],
+    ...                        "depth": [4, 8], "lr": [1e-3, 1e-3], "mean": [1.2, 0.3],
+    ...                        "growth_class": [GrowthClass.POLYNOMIAL, GrowthClass.EXPONENTIAL]})
     >>> phase_cells(levels, points, "pre")["text"].tolist()
     ['p=1.20', 'pending', 'exp\\nr=0.3', 'not\\ntried']
     """
-    rows = levels[(levels["claim"] == _GROWTH_CLAIM[scheme]) & (levels["statistic"] == "var_growth")]
+    rows = levels[(levels["claim"] == _GROWTH_CLAIM[scheme])
+                  & levels["statistic"].isin(["growth_exponent", "growth_rate"])]  # the profile's class per cell
     finished = {(r.depth, r.lr): r for r in rows.itertuples()}
     mine = points[points["scheme"] == scheme]
     out = []
@@ -94,7 +106,7 @@ def phase_cells(levels: pd.DataFrame, points: pd.DataFrame, scheme: str) -> pd.D
                 text = NOT_TRIED
             else:
                 text = "pending" if (planned == "pending").any() else "failed"
-            exponent = row.mean if row is not None and row.growth_class == "polynomial" else np.nan
+            exponent = row.mean if row is not None and row.growth_class is GrowthClass.POLYNOMIAL else np.nan
             out.append({"depth": depth, "lr": lr, "text": text, "exponent": exponent})
     return pd.DataFrame(out, columns=["depth", "lr", "text", "exponent"])
 
@@ -125,6 +137,7 @@ def _key(texts: set) -> list:
     """The figure legend: what grey, white and each word in a cell mean (only the words the diagram has)."""
     words = ["exp: exponential, r = rate per layer"] * any(t.startswith("exp") for t in texts)
     words += ["undet.: no class"] * ("undet." in texts) + ["pending: planned, not yet trained"] * ("pending" in texts)
+    words += ["n.i.: too few blocks to identify a class (docs/studies.md#growth-across-depth)"] * ("n.i." in texts)
     words += ["failed: every planned model failed"] * ("failed" in texts)
     key = [(Patch(facecolor="0.85", edgecolor="0.5", linewidth=0.5),
             "grey: not polynomial" + (f" ({'; '.join(words)})" if words else ""))]

@@ -11,12 +11,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from theory.verdicts import BlindTest, GrowthClass, Stability, Verdict
+from theory.verdicts import AccuracyClass, BlindTest, GrowthClass, Stability, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("theory", "simulate", "paper_figs")
 ENUM_MODULE = ROOT / "theory" / "verdicts.py"
-WORDS = {member.value for kind in (Verdict, GrowthClass, BlindTest, Stability) for member in kind}
+WORDS = {member.value for kind in (Verdict, GrowthClass, BlindTest, Stability, AccuracyClass) for member in kind}
 # A word that is also a model's status (ok, failed, pending): compared as that, not as a blind test.
 NOT_ONLY_WORDS = {"pending"}
 

@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["MAP_PATH", "MeasuredBound", "shipped_map", "measured_bound", "law_accuracy"]
+from theory.verdicts import AccuracyClass
+
+__all__ = ["MAP_PATH", "MeasuredBound", "read_map", "shipped_map", "measured_bound", "law_accuracy"]
 
 MAP_PATH = Path(__file__).resolve().parents[1] / "results" / "accuracy-map" / "map.csv"
-_RESOLVED_OUT = ("unresolved", "not measured")
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,17 @@ class MeasuredBound:
                 f"({self.where})")
 
 
+def read_map(path) -> pd.DataFrame:
+    """A map's ``map.csv`` (``python -m simulate verify --map`` writes it), its ``accuracy`` column parsed into
+    :class:`~theory.verdicts.AccuracyClass` (ValueError naming an unknown word)."""
+    table = pd.read_csv(path)
+    return table.assign(accuracy=[AccuracyClass.parse(word) for word in table["accuracy"]])
+
+
 @lru_cache(maxsize=1)
 def shipped_map() -> pd.DataFrame | None:
-    """The shipped map's table, or None when this installation has none."""
-    if not MAP_PATH.is_file():
-        return None
-    return pd.read_csv(MAP_PATH)
+    """The shipped map's table (:func:`read_map`), or None when this installation has none."""
+    return read_map(MAP_PATH) if MAP_PATH.is_file() else None
 
 
 def _where(row) -> str:
@@ -74,7 +80,7 @@ def measured_bound(law: str, metric: str, block: str, scheme: str | None = None,
     if table is None:
         return None
     rows = table[(table["law"] == law) & (table["metric"] == metric) & (table["block"] == block)
-                 & ~table["accuracy"].isin(_RESOLVED_OUT) & (table["blow_up_layer"] < 0)
+                 & table["accuracy"].map(lambda c: c.resolved).astype(bool) & (table["blow_up_layer"] < 0)
                  & table["worst_rel_error"].notna()]
     if scheme is not None:
         rows = rows[rows["scheme"] == scheme]
@@ -84,7 +90,7 @@ def measured_bound(law: str, metric: str, block: str, scheme: str | None = None,
         return None
     worst = rows.loc[rows["worst_rel_error"].idxmax()]
     return MeasuredBound(law, metric, block, scheme, width_law, len(rows),
-                         int((rows["accuracy"] == "within noise").sum()),
+                         int(sum(c is AccuracyClass.WITHIN_NOISE for c in rows["accuracy"])),
                          float(rows["worst_rel_error"].median()), float(worst["worst_rel_error"]), _where(worst))
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["Word", "Verdict", "GrowthClass", "BlindTest", "Stability"]
+__all__ = ["Word", "Verdict", "GrowthClass", "BlindTest", "Stability", "AccuracyClass"]
 
 
 class Word(Enum):
@@ -95,3 +95,22 @@ class Stability(Word):
     STABLE = "stable"
     MOVES = "moves"
     UNRESOLVED = "unresolved"
+
+
+class AccuracyClass(Word):
+    """Where a law is exact at init, per curve of the accuracy map (``simulate.accuracy``; ``theory.accuracy``
+    reads it), best first."""
+
+    WITHIN_NOISE = "within noise"
+    WITHIN_1 = "within 1 %"
+    WITHIN_5 = "within 5 %"
+    WORSE = "worse"
+    UNRESOLVED = "unresolved"
+    BOUND_HOLDS = "bound holds"
+    BOUND_CROSSED = "bound crossed"
+    NOT_MEASURED = "not measured"
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the class says something of the law's error (not unresolved, not unmeasured)."""
+        return self not in (AccuracyClass.UNRESOLVED, AccuracyClass.NOT_MEASURED)

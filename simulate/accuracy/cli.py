@@ -51,9 +51,11 @@ def run_map(grid: MapGrid, progress: bool = False) -> pd.DataFrame:
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Curves per accuracy class, the laws derived here apart from the papers' statements.
 
-    >>> t = pd.DataFrame({"law": ["preln-init", "p1-lemma-3.2"], "accuracy": ["within noise", "worse"]})
-    >>> summary(t)[lambda s: s["derived"] + s["paper"] > 0].to_dict("records")
-    [{'accuracy': 'within noise', 'derived': 1, 'paper': 0}, {'accuracy': 'worse', 'derived': 0, 'paper': 1}]
+    >>> from theory.verdicts import AccuracyClass
+    >>> t = pd.DataFrame({"law": ["preln-init", "p1-lemma-3.2"],
+    ...                   "accuracy": [AccuracyClass.WITHIN_NOISE, AccuracyClass.WORSE]})
+    >>> [(str(r.accuracy), r.derived, r.paper) for r in summary(t).itertuples() if r.derived + r.paper]
+    [('within noise', 1, 0), ('worse', 0, 1)]
     """
     paper = table["law"].astype(str).map(is_paper)
     counts = {"derived": table.loc[~paper, "accuracy"].value_counts(), "paper": table.loc[paper, "accuracy"].value_counts()}

@@ -16,16 +16,18 @@ import pandas as pd
 
 from simulate.accuracy.measure import ACCURACY_CLASSES, is_paper
 from theory.files import atomic_write
+from theory.verdicts import AccuracyClass
 
 __all__ = ["CLASS_COLOURS", "FIGURE_WIDTH_IN", "good_share", "plot_map"]
 
 FIGURE_WIDTH_IN = 9.2  # as saved (tight), under the width a notebook shows at 100 % (953 px at 100 dpi)
 _FONT = 7.0
 
-CLASS_COLOURS = {"within noise": "#1a9850", "within 1 %": "#91cf60", "within 5 %": "#fee08b", "worse": "#d73027",
-                 "unresolved": "#bdbdbd", "bound holds": "#4575b4", "bound crossed": "#762a83",
-                 "not measured": "#ffffff"}
-_GOOD = ("within noise", "within 1 %", "bound holds")
+CLASS_COLOURS = {AccuracyClass.WITHIN_NOISE: "#1a9850", AccuracyClass.WITHIN_1: "#91cf60",
+                 AccuracyClass.WITHIN_5: "#fee08b", AccuracyClass.WORSE: "#d73027", AccuracyClass.UNRESOLVED: "#bdbdbd",
+                 AccuracyClass.BOUND_HOLDS: "#4575b4", AccuracyClass.BOUND_CROSSED: "#762a83",
+                 AccuracyClass.NOT_MEASURED: "#ffffff"}
+_GOOD = (AccuracyClass.WITHIN_NOISE, AccuracyClass.WITHIN_1, AccuracyClass.BOUND_HOLDS)
 assert set(CLASS_COLOURS) == set(ACCURACY_CLASSES)
 
 
@@ -33,13 +35,14 @@ def good_share(table: pd.DataFrame) -> pd.DataFrame:
     """Per (curve, block): of the cells that resolve it, the share where it is within noise, within 1 % or a
     holding bound (NaN where none resolves it); ``resolved`` and ``cells`` count them.
 
-    >>> t = pd.DataFrame({"law": "l", "metric": "var", "block": "mlp", "accuracy": ["worse", "within 1 %", "unresolved"]})
+    >>> classes = [AccuracyClass.WORSE, AccuracyClass.WITHIN_1, AccuracyClass.UNRESOLVED]
+    >>> t = pd.DataFrame({"law": "l", "metric": "var", "block": "mlp", "accuracy": classes})
     >>> good_share(t).round(2).to_dict("records")
     [{'curve': 'l : var', 'block': 'mlp', 'share': 0.5, 'resolved': 2, 'cells': 3}]
     """
     curve = table["law"].astype(str) + " : " + table["metric"].astype(str)
-    resolved = ~table["accuracy"].isin(("unresolved", "not measured"))
-    good = table["accuracy"].isin(_GOOD).where(resolved)  # NaN: not resolved, left out of the share
+    resolved = table["accuracy"].map(lambda c: c.resolved).astype(bool)
+    good = table["accuracy"].map(lambda c: c in _GOOD).astype(float).where(resolved)  # NaN: not resolved, left out of the share
     keys = [curve.rename("curve"), table["block"]]
     return pd.DataFrame({"share": good.groupby(keys, sort=True).mean(),  # one group per (curve, block)
                          "resolved": resolved.groupby(keys, sort=True).sum(),
@@ -76,12 +79,12 @@ def plot_map(table: pd.DataFrame, path=None):
     schemes = list(dict.fromkeys(table["scheme"]))
     codes = var.pivot_table(index="scheme", columns="column", values="accuracy", aggfunc="first")
     codes = codes.reindex(index=schemes, columns=columns).map(
-        lambda word: ACCURACY_CLASSES.index(word) if isinstance(word, str) else np.nan)
+        lambda word: ACCURACY_CLASSES.index(word) if isinstance(word, AccuracyClass) else np.nan)
 
     height_top, height_low = 0.33 * len(curves) + 1.3, 0.22 * len(schemes) + 1.9  # inches: rows, labels, key
     fig, (top, low) = plt.subplots(2, 1, figsize=(FIGURE_WIDTH_IN, height_top + height_low + 0.5), layout="constrained",
                                    gridspec_kw={"height_ratios": [height_top, height_low]})
-    top.set_facecolor(CLASS_COLOURS["unresolved"])  # no resolved cell: grey
+    top.set_facecolor(CLASS_COLOURS[AccuracyClass.UNRESOLVED])  # no resolved cell: grey
     top.grid(False)
     image = top.imshow(grid.to_numpy(float), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
     for (i, j), words in np.ndenumerate(counts.to_numpy(object)):
@@ -100,7 +103,7 @@ def plot_map(table: pd.DataFrame, path=None):
     low.set_xticks(range(len(columns)), columns, rotation=90, fontsize=_FONT)
     low.set_yticks(range(len(schemes)), schemes, fontsize=_FONT)
     low.set_title("the var law of every cell: scheme x (block, variation from the centre cell)", fontsize=8)
-    fig.legend(handles=[Patch(facecolor=CLASS_COLOURS[w], edgecolor="0.6", linewidth=0.5, label=w)
+    fig.legend(handles=[Patch(facecolor=CLASS_COLOURS[w], edgecolor="0.6", linewidth=0.5, label=str(w))
                         for w in ACCURACY_CLASSES], fontsize=_FONT, loc="outside lower center",
                ncol=len(ACCURACY_CLASSES) // 2, frameon=False)
     depths = "/".join(str(d) for d in sorted(set(table["depth"])))

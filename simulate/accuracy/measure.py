@@ -10,19 +10,19 @@ goes on from the last cell. Each (law, metric) curve becomes one row: its kind(s
 error and that layer, its mean and worst ``z``, the resolution (relative sem at the last layer), and an
 accuracy class (:data:`ACCURACY_CLASSES`, docs/accuracy.md#classes).
 
->>> accuracy_class("exact", z=np.array([1.0, -3.0]), rel=np.array([0.001, 0.004]))
+>>> str(accuracy_class("exact", z=np.array([1.0, -3.0]), rel=np.array([0.001, 0.004])))
 'within noise'
->>> accuracy_class("approx", z=np.array([9.0, 2.0]), rel=np.array([0.02, 0.001]))
+>>> str(accuracy_class("approx", z=np.array([9.0, 2.0]), rel=np.array([0.02, 0.001])))
 'within 5 %'
->>> accuracy_class("exact", z=np.array([1.0, 3.0]), rel=np.array([0.02, 0.03]))  # noise above 1 %
+>>> str(accuracy_class("exact", z=np.array([1.0, 3.0]), rel=np.array([0.02, 0.03])))  # noise above 1 %
 'unresolved'
->>> accuracy_class("exact", z=np.array([0.5, -1.0]), rel=np.array([np.inf, np.inf]))  # a law of value 0
+>>> str(accuracy_class("exact", z=np.array([0.5, -1.0]), rel=np.array([np.inf, np.inf])))  # a law of value 0
 'within noise'
->>> accuracy_class("exact", z=np.array([0.5, 9.0]), rel=np.array([np.inf, np.inf]))
+>>> str(accuracy_class("exact", z=np.array([0.5, 9.0]), rel=np.array([np.inf, np.inf])))
 'worse'
->>> accuracy_class("upper", z=np.array([-5.0, 1.0]), rel=np.array([0.5, 0.1]))
+>>> str(accuracy_class("upper", z=np.array([-5.0, 1.0]), rel=np.array([0.5, 0.1])))
 'bound holds'
->>> accuracy_class("approx", z=np.array([1.0, 3.0]), rel=np.array([0.004, 0.008]), resolution=0.02, known_error=0.015)
+>>> str(accuracy_class("approx", z=np.array([1.0, 3.0]), rel=np.array([0.004, 0.008]), resolution=0.02, known_error=0.015))
 'unresolved'
 """
 
@@ -38,15 +38,15 @@ from simulate.compare import Z_LIMIT, layer_errors, run_monte_carlo
 from theory.accuracy import measured_bound
 from theory.meanfield.finite_width import resolve_width_law
 from theory.setting import Setting
+from theory.verdicts import AccuracyClass
 
 __all__ = ["ACCURACY_CLASSES", "MAP_COLUMNS", "TANGENT_METRICS", "accuracy_class", "cell_samples", "is_paper",
            "measure_cell"]
 
-# The classes of a curve, best first: within noise (|z| <= Z_LIMIT at every layer, relative error <= 1 %),
-# then by its worst relative error; "unresolved" when it is within noise only because the noise is above 1 %, or
-# because the cell resolves no error as small as the one the shipped map measured for the curve.
-ACCURACY_CLASSES = ("within noise", "within 1 %", "within 5 %", "worse", "unresolved", "bound holds",
-                    "bound crossed", "not measured")
+# The classes of a curve (theory.verdicts.AccuracyClass), best first: within noise (|z| <= Z_LIMIT at every layer,
+# relative error <= 1 %), then by its worst relative error; unresolved when it is within noise only because the
+# noise is above 1 %, or because the cell resolves no error as small as the one the shipped map measured for it.
+ACCURACY_CLASSES = tuple(AccuracyClass)
 TANGENT_METRICS = ("jac_dev", "e2e_gain")
 MAP_COLUMNS = ("scheme", "block", "width", "tokens", "causal", "depth", "width_law", "law", "metric", "kind",
                "accuracy", "layers", "samples", "rel_sem", "worst_rel_error", "worst_rel_layer", "mean_z", "worst_z",
@@ -55,7 +55,7 @@ _RESOLVED = 0.01
 
 
 def accuracy_class(kind: str, *, z: np.ndarray, rel: np.ndarray, resolution: float = 0.0,
-                   known_error: float = 0.0) -> str:
+                   known_error: float = 0.0) -> AccuracyClass:
     """The class (:data:`ACCURACY_CLASSES`) of one curve from its per-layer ``z`` and relative errors.
 
     A bound (``kind`` upper or lower) holds when it is nowhere crossed by more than ``Z_LIMIT`` sem, as
@@ -66,17 +66,19 @@ def accuracy_class(kind: str, *, z: np.ndarray, rel: np.ndarray, resolution: flo
     relative sem) exceeds ``known_error``, the error the shipped map measured for it (0: none known).
     """
     if len(z) == 0:
-        return "not measured"
+        return AccuracyClass.NOT_MEASURED
     if kind in ("upper", "lower"):
         excess = z if kind == "upper" else -z
-        return "bound holds" if np.all(excess <= Z_LIMIT) else "bound crossed"
+        return AccuracyClass.BOUND_HOLDS if np.all(excess <= Z_LIMIT) else AccuracyClass.BOUND_CROSSED
     within = np.abs(z) <= Z_LIMIT
     rel = np.where(np.isfinite(rel), rel, np.where(within, 0.0, np.inf))  # value 0: z alone rules there
     worst = float(np.nanmax(rel))
     if np.all(within):
         resolved = worst <= _RESOLVED and not 0 < known_error < resolution
-        return "within noise" if resolved else "unresolved"
-    return "within 1 %" if worst <= 0.01 else "within 5 %" if worst <= 0.05 else "worse"
+        return AccuracyClass.WITHIN_NOISE if resolved else AccuracyClass.UNRESOLVED
+    if worst <= 0.01:
+        return AccuracyClass.WITHIN_1
+    return AccuracyClass.WITHIN_5 if worst <= 0.05 else AccuracyClass.WORSE
 
 
 def cell_samples(pilot_rel_sem: float, grid: MapGrid, tokens: int) -> int:

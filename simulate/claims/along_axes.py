@@ -80,6 +80,12 @@ def _stability(full: Interval, change: Interval) -> Stability | None:
     return Stability.UNRESOLVED
 
 
+def _rests_on(models) -> frozenset:
+    """The distinct versions (code, corpus, Python, torch) of the finished ``models`` (a model without
+    ``versions`` rests on nothing recorded)."""
+    return frozenset(getattr(m, "versions", ()) for m in models if m.status == "ok")
+
+
 def _shorter_cell(study, fields, cell: tuple) -> tuple | None:
     """The same cell at the shorter length, for a cell at the full length of a stability study; else None."""
     if not study.stability or "steps" not in fields:
@@ -133,7 +139,9 @@ def judge_levels(study, lines: dict) -> list[Judgement]:
                           and m.scheme == claim.schemes[0]]
                 estimate = _level(claim, list(values.values()), blocks, inference.confidence)
                 change = _change(by_cell, cell, _shorter_cell(study, fields, cell), inference.confidence)
-                out.append(_signed_level(claim, dict(zip(fields, cell)), estimate, values, inference, change))
+                judgement = _signed_level(claim, dict(zip(fields, cell)), estimate, values, inference, change)
+                members = [m for m in models if m.cell(fields) == cell and m.scheme in claim.schemes]
+                out.append(dataclasses.replace(judgement, rests_on=_rests_on(members)))
     return out
 
 
@@ -318,7 +326,8 @@ def _trend(study, claim: Claim, axis: str, group: dict, line: str, members, full
                   direction=None if growth else claim.direction(axis),
                   shape=f"{trend.shape}; {_growth_shape(x, y)}" if growth else trend.shape,
                   crossing=describe_crossing(cell_crossing(x, y, study.inference.confidence), axis)
-                  if claim.sign is not None and not growth else "")
+                  if claim.sign is not None and not growth else "",
+                  rests_on=_rests_on([m for m in members if m.scheme in claim.schemes]))
     if growth:
         fields["verdict"] = growth_verdict(claim, trend.slope) if trend.cells >= 3 else Verdict.TOO_FEW_AXIS_VALUES
     twin = (claim.id, axis, line, tuple((k, v) for k, v in group.items() if k != "steps"))

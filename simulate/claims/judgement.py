@@ -328,8 +328,8 @@ class Judgement:
     """What a judge says about one claim on one set of models: the statistic with its interval, the verdict,
     the value the verdict compares with (``target``), a sentence (``comment``), how many models (``n``), the
     growth class of a growth claim, and, in a study, the cell (``{field: value}``), the smallest effect its test
-    detects at 80 % power (``detectable``) and the change from the shorter training (``stability``,
-    ``change``).
+    detects at 80 % power (``detectable``), the change from the shorter training (``stability``, ``change``)
+    and what its models rest on (``rests_on``: their distinct versions; more than one is a mixed verdict).
 
     >>> from simulate.claims.definitions import CLAIMS
     >>> j = Judgement(CLAIMS["p1-lns-loss"], "val_loss", Interval(-0.02, -0.03, -0.01), Verdict.HOLDS, n=3)
@@ -351,6 +351,7 @@ class Judgement:
     change: Interval = NO_INTERVAL
     design: TrendDesign | None = None
     in_family: bool = False
+    rests_on: frozenset = frozenset()  # the distinct versions (code, corpus, Python, torch) of its models
 
 
 class TrendDesign(NamedTuple):
@@ -394,6 +395,7 @@ class TrendJudgement:
     change: Interval = NO_INTERVAL
     design: TrendDesign | None = None
     in_family: bool = False
+    rests_on: frozenset = frozenset()  # the distinct versions (code, corpus, Python, torch) of its models
 
 
 @dataclass(frozen=True)

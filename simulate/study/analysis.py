@@ -77,6 +77,12 @@ class Model:
     def cell(self, fields) -> tuple:
         return tuple(self.value(f) for f in fields)
 
+    @property
+    def versions(self) -> tuple:
+        """What the model rests on: its record's ``(code, corpus, Python, torch)`` ('' where not recorded)."""
+        headline = (self.record or {}).get("headline") or {}
+        return tuple(headline.get(key) or "" for key in VERSION_COLUMNS.values())
+
 
 def _load(points, out, statistics: bool) -> list[Model]:
     records = finished_records(out, [p.key for p in points])

@@ -86,6 +86,16 @@ def _versions(points: pd.DataFrame) -> list[str]:
     return out
 
 
+def _mixed(levels: pd.DataFrame, trends: pd.DataFrame) -> list[str]:
+    """The verdicts whose models rest on more than one version (code, corpus, Python, torch), named."""
+    rows = [f"{r.claim} ({'trend along ' + r.axis + ', ' + r.group if 'axis' in table else r.statistic})"
+            for table in (levels, trends) if "versions" in table for r in table[table["versions"] > 1].itertuples()]
+    if not rows:
+        return []
+    return [f"- **{len(rows)} verdicts rest on models of several versions**: {'; '.join(rows[:12])}"
+            + ("; ..." if len(rows) > 12 else "")]
+
+
 def _header(study, points: pd.DataFrame, command: str) -> list[str]:
     counts = points["status"].value_counts()
     finished = points["finished_at"].replace("", pd.NA).dropna()
@@ -284,7 +294,8 @@ def _sensitivity_section(study, candidates) -> list[str]:
 def study_markdown(study, points, levels, trends, calibration, command: str, tuning: pd.DataFrame | None = None,
                    candidates=()) -> str:
     """The text of ``study.md`` (module docstring)."""
-    lines = (_header(study, points, command) + _calibration_section(study, calibration) + _trend_section(trends)
+    lines = (_header(study, points, command) + _mixed(levels, trends) + _calibration_section(study, calibration)
+             + _trend_section(trends)
              + _tuning_section(study, tuning) + _sensitivity_section(study, candidates)
              + _phase_section(study, levels) + _level_section(study, levels, trends))
     return "\n".join(lines) + "\n"

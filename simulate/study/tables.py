@@ -35,11 +35,11 @@ __all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TABLE_FILES", "StudyResults", "lev
 
 LEVEL_COLUMNS = ("claim", "source", "statistic", "scheme", "n", "mean", "low", "high", "confidence", "method",
                  "verdict", "detectable", "growth_class", "detail", "stability", "change", "change_low",
-                 "change_high")  # the cell's fields come after "scheme"
+                 "change_high", "versions")  # the cell's fields come after "scheme"
 TREND_COLUMNS = ("claim", "source", "statistic", "scheme", "axis", "group", "line", "n", "failed", "pending",
                  "cells", "slope", "low", "high", "confidence", "lack_of_fit_p", "p_value", "p_adjusted", "in_family",
                  "direction", "verdict", "shape", "crossing", "detectable", "reference", "needs", "stability",
-                 "change", "change_low", "change_high")  # the group's fields come after "axis"
+                 "change", "change_low", "change_high", "versions")  # the group's fields come after "axis"
 TABLE_FILES = ("levels.csv", "trends.csv", "calibration.csv")
 _WORDS = {"verdict": Verdict, "growth_class": GrowthClass, "stability": Stability}
 
@@ -66,7 +66,7 @@ def level_frame(judgements, fields) -> pd.DataFrame:
              **{f: j.cell.get(f) for f in fields}, "n": j.n, "mean": j.estimate.estimate, "low": j.estimate.low,
              "high": j.estimate.high, "confidence": j.estimate.confidence, "method": j.estimate.method,
              "verdict": j.verdict, "detectable": j.detectable, "growth_class": j.growth_class, "detail": j.comment,
-             "stability": j.stability, **_change(j.change)} for j in judgements]
+             "stability": j.stability, **_change(j.change), "versions": len(j.rests_on)} for j in judgements]
     return pd.DataFrame(rows, columns=[*LEVEL_COLUMNS[:4], *fields, *LEVEL_COLUMNS[4:]])
 
 
@@ -83,7 +83,8 @@ def trend_frame(judgements, fields) -> pd.DataFrame:
                      "lack_of_fit_p": j.lack_of_fit, "p_value": j.p_value, "p_adjusted": j.p_adjusted,
                      "in_family": j.in_family, "direction": {1: "rises", -1: "falls", None: ""}[j.direction],
                      "verdict": j.verdict, "shape": j.shape, "crossing": j.crossing, "detectable": j.detectable,
-                     "reference": reference, "needs": j.needs, "stability": j.stability, **_change(j.change)})
+                     "reference": reference, "needs": j.needs, "stability": j.stability, **_change(j.change),
+                     "versions": len(j.rests_on)})
     return pd.DataFrame(rows, columns=[*TREND_COLUMNS[:5], *fields, *TREND_COLUMNS[5:]])
 
 

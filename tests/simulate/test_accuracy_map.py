@@ -12,7 +12,8 @@ import pytest
 from simulate.accuracy.cli import QUICK_GRID, exact_contradicted, main
 from simulate.accuracy.grid import MapGrid
 from simulate.accuracy.measure import ACCURACY_CLASSES, MAP_COLUMNS, measure_cell
-from theory.accuracy import MAP_PATH
+from theory.accuracy import MAP_PATH, read_map
+from theory.verdicts import AccuracyClass
 
 
 @pytest.mark.parametrize("flags, field", [
@@ -33,7 +34,7 @@ def test_bad_grid_is_one_line_exit_2_nothing_written(tmp_path, capsys, flags, fi
 def test_quick_map_writes_table_summary_and_figure(tmp_path, capsys):
     out = tmp_path / "map"
     assert main(["--quick", "--out", str(out), "--no-progress"]) == 0
-    table = pd.read_csv(out / "map.csv")
+    table = read_map(out / "map.csv")
     assert list(table.columns) == list(MAP_COLUMNS)
     assert set(table["accuracy"]) <= set(ACCURACY_CLASSES)
     cells = table[["scheme", "block", "width", "tokens", "causal"]].drop_duplicates()
@@ -66,7 +67,7 @@ def test_a_blow_up_is_kept_and_a_law_of_value_zero_is_judged_by_z():
     small = MapGrid(depth=8, pilot_samples=64, max_sample_tokens=512)
     linear = measure_cell(small.setting("pre", "linear", 16, 8, True), small)
     cos = linear[linear["metric"] == "token_cos"].iloc[0]  # predicted 0: independent input tokens stay so
-    assert cos["accuracy"] == "within noise" and np.isnan(cos["worst_rel_error"]), cos
+    assert cos["accuracy"] is AccuracyClass.WITHIN_NOISE and np.isnan(cos["worst_rel_error"]), cos
 
 
 # Settings where theory.predict labels a curve exact, each measured at the sample count whose relative sem
@@ -91,7 +92,7 @@ def _exact_rows_within_noise(case, depth, max_samples):
     for row in exact.itertuples():
         assert row.rel_sem <= 0.00125 * 1.5 or row.metric != "var", \
             f"{case} {row.law}:{row.metric} rel. sem {row.rel_sem:.3%} > target 0.125 % at {row.samples} samples"
-        assert row.accuracy in ("within noise", "unresolved"), \
+        assert row.accuracy in (AccuracyClass.WITHIN_NOISE, AccuracyClass.UNRESOLVED), \
             (f"{case} {row.law}:{row.metric} (exact) is {row.accuracy}: worst z {row.worst_z:.2f} at layer "
              f"{row.worst_z_layer} (limit 4), worst rel. error {row.worst_rel_error:.3%}, rel. sem {row.rel_sem:.3%}, "
              f"{row.samples} samples over {row.layers} layers")
@@ -101,7 +102,7 @@ def _exact_rows_within_noise(case, depth, max_samples):
 @pytest.mark.parametrize("case", sorted(EXACT_CASES))
 def test_exact_curves_within_noise_at_half_percent_resolution(case):
     exact = _exact_rows_within_noise(EXACT_CASES[case], depth=8, max_samples=4096)
-    assert (exact[exact["metric"] == "var"]["accuracy"] == "within noise").all()
+    assert all(c is AccuracyClass.WITHIN_NOISE for c in exact[exact["metric"] == "var"]["accuracy"])
 
 
 @pytest.mark.slow
@@ -113,7 +114,7 @@ def test_exact_curves_within_noise_at_depth_64(case):
 @pytest.mark.skipif(not MAP_PATH.is_file(), reason="no shipped accuracy map")
 def test_shipped_map_covers_its_grid_and_its_kinds_hold():
     """The shipped map has every cell of the default grid, and no curve of kind exact is off beyond noise."""
-    table = pd.read_csv(MAP_PATH)
+    table = read_map(MAP_PATH)
     cells = {(c.scheme, c.preset or c.block, c.width, c.tokens, c.causal) for c in MapGrid().cells()}
     shipped = set(table[["scheme", "block", "width", "tokens", "causal"]].itertuples(index=False, name=None))
     assert shipped == cells

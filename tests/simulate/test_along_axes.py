@@ -201,3 +201,36 @@ def test_the_design_needs_names_detects_the_reference_in_80_percent_of_studies(s
 def test_needs_without_a_line_says_nothing():
     assert needs(fit_trend(np.repeat([8.0, 32.0], 3), np.arange(6.0)), 1.0, ALPHA) == ""  # two cells
     assert needs(fit_trend(DEPTHS, [0.1, 0.2, 0.0, 0.3]), 1.0, ALPHA) != ""  # one seed per cell: the line's scatter
+
+
+def test_a_judgement_knows_the_versions_its_models_rest_on():
+    """A cell whose seeds were trained by two code versions gives a level resting on both; one version, one."""
+    from dataclasses import dataclass, field
+    from types import SimpleNamespace
+
+    from simulate.claims.along_axes import judge_levels
+    from simulate.claims.judgement import Inference
+    from simulate.claims.statistics import ModelStatistics
+
+    @dataclass(frozen=True)
+    class Model:
+        seed: int
+        depth: int
+        versions: tuple
+        scheme: str = "pre"
+        status: str = "ok"
+        profiles: dict = field(default_factory=dict)
+
+        @property
+        def stats(self):
+            return ModelStatistics(**{**ModelStatistics.missing().as_dict(), "prune_log_ratio": -1.0 - self.seed})
+
+        def cell(self, fields):
+            return (self.depth,)
+
+    models = [Model(0, 4, ("a", "d", "3.11", "2.13")), Model(1, 4, ("b", "d", "3.11", "2.13")),
+              Model(0, 8, ("a", "d", "3.11", "2.13")), Model(1, 8, ("a", "d", "3.11", "2.13"))]
+    study = SimpleNamespace(claims=["p1-thm-3.3-prune"], cell_fields=lambda: ("depth",), inference=Inference(),
+                            stability=None)
+    rests = {j.cell["depth"]: len(j.rests_on) for j in judge_levels(study, {"trained": models})}
+    assert rests == {4: 2, 8: 1}, rests
