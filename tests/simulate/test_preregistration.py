@@ -1,0 +1,146 @@
+"""A prediction written before its models (simulate.study.across_depth, simulate.study.preregistration, the
+``--predict`` flag): bad input, the file and what made it, and the judgement of a committed file without refitting.
+
+The study is the shipped atlas's Pre-LN models at lr 3e-3 and 4000 steps (an untuned spec of them: 12 models at
+L = 4..32, read from results/atlas); the prediction is for L = 32 made from L = 4..16, so that its "new" models
+exist: their records are rewritten to start after the commit (a positive test) or left as shipped (they
+started before it: no pre-registration).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from simulate.study.across_depth import PredictionError, prediction_table
+from simulate.study.atlas import ATLAS_DIR
+from simulate.study.cli import main as study_main
+from simulate.study.point_table import last_step_layers
+from simulate.study.preregistration import judge_prediction, model_start, write_prediction
+from simulate.study.spec import load_study
+from simulate.sweep.store import encode_point, read_point, write_point
+from theory.verdicts import BlindTest
+
+SPEC = """
+name = "depth"
+seeds = 3
+
+[setting]
+preset = "llama"
+width = 64
+heads = 4
+tokens = 64
+lr = 3e-3
+weight_decay = 0.1
+input_std = 0.02
+
+[axes]
+scheme = ["pre"]
+depth = {depths}
+
+[options]
+steps = 4000
+batch = 16
+log_every = 100
+clip = 1.0
+data = "stdlib"
+scores = "all"
+sequences = 64
+pairs = "all"
+
+[study]
+axes = ["depth"]
+"""
+
+
+def _study(tmp_path: Path, depths: str):
+    """The spec at ``depths`` and a study directory holding the shipped points it names."""
+    spec = tmp_path / "depth.toml"
+    spec.write_text(SPEC.format(depths=depths))
+    study = load_study(spec)
+    out = tmp_path / "out"
+    (out / "points").mkdir(parents=True)
+    for point in study.sweep.points:
+        shutil.copy(ATLAS_DIR / "points" / f"{point.key}.parquet", out / "points")
+    return spec, study, out
+
+
+def test_predict_refuses_a_depth_inside_the_trained_ones_and_too_few_depths(tmp_path, capsys):
+    spec, _, out = _study(tmp_path, "[4, 8, 16]")
+    for argv, words in (([str(spec), "--out", str(out), "--predict", "8"], "--predict 8 is not allowed: it lies "
+                                                                               "inside the trained depths 4..16"),
+                        ([str(spec), "--out", str(out), "--predict", "0"], "a depth is a whole number")):
+        with pytest.raises(SystemExit) as stop:
+            study_main(argv)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and len(err) == 1 and words in err[0], err
+    assert not list(out.glob("prediction-*")), "nothing written"
+    two = tmp_path / "two"
+    two.mkdir()
+    _, study, out_two = _study(two, "[4, 8]")
+    with pytest.raises(PredictionError, match="at least 3 trained depths"):
+        prediction_table(study, out_two, [32])
+
+
+@pytest.fixture(scope="module")
+def predicted(tmp_path_factory):
+    """The prediction of L = 32 from L = 4..16, committed in a git repository of its own."""
+    tmp_path = tmp_path_factory.mktemp("prereg")
+    spec, study, out = _study(tmp_path, "[4, 8, 16]")
+    path = write_prediction(study, out, [32, 2], "test")
+    subprocess.run(["git", "init", "-q", str(out)], check=True)
+    subprocess.run(["git", "-C", str(out), "add", path.name], check=True)
+    subprocess.run(["git", "-C", str(out), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "prediction"],
+                   check=True)
+    deeper = tmp_path / "deeper"
+    deeper.mkdir()
+    _, study32, _ = _study(deeper, "[4, 8, 16, 32]")
+    for point in study32.sweep.points:  # the new depth's models join the study directory
+        shutil.copy(ATLAS_DIR / "points" / f"{point.key}.parquet", out / "points")
+    return study32, out, path
+
+
+def test_the_prediction_file_says_what_made_it(predicted):
+    _, out, path = predicted
+    table = pd.read_csv(path)
+    assert set(table["depth"]) == {32, 2} and set(table["line"]) == {"trained"}
+    assert table[["commit", "code", "data", "made_at"]].notna().all().all() and table["code"].nunique() == 1
+    assert (table["low"] < table["estimate"]).all() and (table["estimate"] < table["high"]).all()
+    assert set(table["fitted_depths"]) == {"4 8 16"} and "var_last" in set(table["statistic"])
+    assert (out / "prediction-L32.md").is_file()
+
+
+def test_models_that_started_before_the_commit_make_no_pre_registration(predicted):
+    study32, out, path = predicted
+    judged = judge_prediction(path, study32, out)
+    assert "before the file's first commit" in judged.problem and judged.rows["blind_test"].eq("").all()
+
+
+def test_models_that_started_after_the_commit_are_judged_on_the_committed_file(predicted, tmp_path):
+    study32, out, path = predicted
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    for point in (p for p in study32.sweep.points if p.setting.depth == 32):
+        record, table = read_point(out, point.key)
+        record["started_at"] = later.strftime("%Y-%m-%dT%H:%M:%S%z")
+        write_point(out, point.key, encode_point(record, table))
+        assert model_start(record) > datetime.now(timezone.utc)
+    edited = pd.read_csv(path).assign(low=-1e9, high=1e9)  # an edit after the commit changes nothing
+    edited.to_csv(path, index=False)
+    judged = judge_prediction(path, study32, out)
+    assert not judged.problem, judged.problem
+    rows = judged.rows
+    at_32 = rows[rows["depth"] == 32]
+    assert set(at_32["blind_test"]) <= {str(BlindTest.PASSES), str(BlindTest.FAILS)} and len(at_32)
+    assert set(rows.loc[rows["depth"] == 2, "blind_test"]) == {str(BlindTest.PENDING)}
+    one = at_32[(at_32["statistic"] == "var_last") & (at_32["law"] == "power") & (at_32["models"] == 1)].iloc[0]
+    seed0 = next(p.key for p in study32.sweep.points if p.setting.depth == 32 and p.seed == 0)
+    expected = math.log(last_step_layers(read_point(out, seed0)[1])["var"].iloc[-1])  # log var_L of seed 0
+    assert one["n"] == 1 and one["measured"] == pytest.approx(expected, rel=1e-12), one
+    assert one["high"] < 1e9, "judged on the committed interval, not the edited one"
+    assert (one["blind_test"] == str(BlindTest.PASSES)) == bool(one["low"] <= one["measured"] <= one["high"])
