@@ -104,8 +104,9 @@ def axis_band(points: pd.DataFrame, statistic: str, axis: str, scheme: str) -> p
     rows = points[(points["status"] == "ok") & (points["scheme"] == scheme)]
     out = []
     for value, group in rows.groupby(axis):
-        mean, low, high = t_interval(group[statistic])  # Interval(estimate, low, high)
-        out.append({axis: float(value), "mean": mean, "low": low, "high": high, "n": float(len(group))})
+        interval = t_interval(group[statistic])
+        out.append({axis: float(value), "mean": interval.estimate, "low": interval.low, "high": interval.high,
+                    "n": float(len(group))})
     return pd.DataFrame(out, columns=[axis, "mean", "low", "high", "n"])
 
 
@@ -133,7 +134,8 @@ def _profile_band(models, scheme: str, depth: int):
     if not logs:
         return None
     logs = np.asarray(logs)  # (models, L+1)
-    return np.exp(np.array([t_interval(logs[:, layer]) for layer in range(logs.shape[1])]).T)  # (3, L+1)
+    bands = [t_interval(logs[:, layer]) for layer in range(logs.shape[1])]
+    return np.exp(np.array([[b.estimate for b in bands], [b.low for b in bands], [b.high for b in bands]]))  # (3, L+1)
 
 
 def _full_length(points: pd.DataFrame, models: list) -> tuple[pd.DataFrame, list]:

@@ -63,7 +63,8 @@ def seed_band(tables: list[pd.DataFrame], score: str) -> pd.DataFrame:
 
     values = pd.concat([t[t["score"] == score].set_index("layer")["value"].rename(i) for i, t in enumerate(tables)],
                        axis=1)  # (layers, seeds)
-    rows = [(layer, *t_interval(row.to_numpy(float))) for layer, row in values.iterrows()]
+    intervals = [(layer, t_interval(row.to_numpy(float))) for layer, row in values.iterrows()]
+    rows = [(layer, i.estimate, i.low, i.high) for layer, i in intervals]
     band = pd.DataFrame(rows, columns=["layer", "mean", "low", "high"])
     one_seed = band["low"].isna()
     band.loc[one_seed, "low"] = band.loc[one_seed, "mean"]

@@ -79,7 +79,8 @@ def point_interval(values, sems) -> tuple[float, float, str]:
     """
     from simulate.claims import t_interval
 
-    mean, _, high = t_interval(values)  # Interval(estimate, low, high)
+    interval = t_interval(values)
+    mean, high = interval.estimate, interval.high
     if np.isfinite(high):
         return mean, high - mean, "seeds"
     sems = np.asarray(sems, dtype=float)

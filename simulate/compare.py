@@ -116,10 +116,11 @@ def describe_curve(lemma_id: str, kind: str) -> str:
 def verdict_sentence(row: dict) -> str:
     """One line for a reader: what was compared, what the verdict says, and the numbers behind it.
 
-    >>> print(verdict_sentence({"id": "preln-init", "kind": "exact", "verdict": "holds", "comment": "z 1"}))
+    >>> print(verdict_sentence({"id": "preln-init", "kind": "exact", "verdict": Verdict.HOLDS, "comment": "z 1"}))
     the exact law preln-init (derived here) agrees with the measurement within 4 sem at every layer (z 1)
     """
-    words = VERDICT_WORDS.get(row["verdict"], row["verdict"])
+    verdict = Verdict.parse(row["verdict"])  # a member, or its word read back from verify.csv
+    words = VERDICT_WORDS.get(verdict, str(verdict))
     return f"{describe_curve(row['id'], row['kind'])} {words} ({row['comment']})"
 
 

@@ -275,9 +275,9 @@ def cell_crossing(x, y, confidence: float = CONFIDENCE) -> Crossing:
         quantile = stats.t.ppf(0.5 + confidence / 2, np.where(np.isfinite(dof) & (dof > 0), dof, np.nan))  # (G,)
         accepted = np.abs(centre) <= quantile * np.sqrt(variance)  # (G,) NaN compares False
     between = (float(cells.x[i]), float(cells.x[i + 1]))
-    if not np.isfinite(sem2).any():  # no standard errors (one model per cell): untested
+    accepted |= (centre == 0) & np.isfinite(variance)  # a cell mean of exactly 0, where its error is known
+    if not accepted.any():  # no standard error where the sign changes (one model per cell there): untested
         return Crossing(math.nan, *between, "sign change, untested (one model per cell)" + more)
-    accepted |= centre == 0  # a cell mean of exactly 0
     if accepted[0] or accepted[-1]:
         return Crossing(math.nan, *between, "sign change not significant" + more)
     return Crossing(estimate, math.exp(theta[accepted].min()), math.exp(theta[accepted].max()),

@@ -30,7 +30,7 @@ import pandas as pd
 from theory.files import atomic_write
 from theory.verdicts import GrowthClass, Stability, Verdict
 
-__all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TABLE_FILES", "StudyResults", "level_frame", "trend_frame",
+__all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyResults", "level_frame", "trend_frame",
            "write_tables", "read_study", "read_verdicts", "at_full_length"]
 
 LEVEL_COLUMNS = ("claim", "source", "statistic", "scheme", "n", "mean", "low", "high", "confidence", "method",
@@ -41,6 +41,7 @@ TREND_COLUMNS = ("claim", "source", "statistic", "scheme", "axis", "group", "lin
                  "direction", "verdict", "shape", "crossing", "detectable", "reference", "needs", "stability",
                  "change", "change_low", "change_high", "versions")  # the group's fields come after "axis"
 TABLE_FILES = ("levels.csv", "trends.csv", "calibration.csv")
+REPORT_FILES = ("points.parquet", *TABLE_FILES, "study.md")  # a study's reports (simulate.study.report)
 _WORDS = {"verdict": Verdict, "growth_class": GrowthClass, "stability": Stability}
 
 
@@ -120,8 +121,6 @@ def write_tables(folder: Path, levels: pd.DataFrame, trends: pd.DataFrame, calib
 
 def read_study(out, name: str) -> StudyResults:
     """The report tables of study ``name`` in ``out``, words parsed (FileNotFoundError naming a missing file)."""
-    from simulate.study.report import REPORT_FILES
-
     folder = Path(out) / name
     for file in REPORT_FILES:
         if not (folder / file).is_file():

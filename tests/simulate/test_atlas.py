@@ -24,7 +24,7 @@ from simulate.study.atlas import ATLAS_DIR, EARLY_ATLAS_DIR, atlas_studies
 from simulate.study.point_table import point_evidence
 from simulate.claims import CLAIMS, STATISTICS, model_statistics
 from simulate.study.provenance import results_readme
-from simulate.study.report import REPORT_FILES
+from simulate.study.tables import REPORT_FILES
 from simulate.study.tuning import planned_points, resolve_tuning, unplanned_points
 
 ATLASES = {"atlas": ATLAS_DIR, "atlas-400-steps": EARLY_ATLAS_DIR}

@@ -16,7 +16,7 @@ import pytest
 from simulate.claims.definitions import CLAIMS
 from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDesign, TrendJudgement, normal_quantile,
                                        t_interval)
-from simulate.study.report import REPORT_FILES
+from simulate.study.tables import REPORT_FILES
 from simulate.study.tables import (LEVEL_COLUMNS, TREND_COLUMNS, at_full_length, level_frame, read_study,
                                    read_verdicts, trend_frame, write_tables)
 from theory.verdicts import GrowthClass, Stability, Verdict

@@ -231,7 +231,7 @@ def test_compare_needs_export_and_the_old_reports(tuned, tmp_path, capsys):
     _, out, _ = tuned
     spec = str(Path(out).parent / "tuned.toml")
     for extra, words in (([], "--compare is allowed only with --export"),
-                         (["--export", str(tmp_path / "copy")], "it has no tuned/points.parquet")):
+                         (["--export", str(tmp_path / "copy")], "it has no tuned/levels.csv")):
         with pytest.raises(SystemExit) as stop:
             study_main([spec, "--out", str(out), "--report-only", "--compare", str(tmp_path / "old"), *extra])
         err = capsys.readouterr().err.strip().splitlines()

@@ -9,6 +9,7 @@ import theory
 from simulate import verify as verify_module
 from simulate.compare import COLUMNS, classify
 from simulate.verify import main, verify
+from theory.verdicts import Verdict
 
 EXACT_IDS = [i for i, lemma in theory.LEMMAS.items() if lemma.kind in ("exact", "bridge")]
 # Lemmas whose verify settings give no curve of kind "exact": softmax attention with a score variance above
@@ -31,26 +32,26 @@ def test_every_exact_law_of_the_exact_and_bridge_lemmas_holds(exact_table):
     """Curves the theory calls exact must sit within 4 sem at every layer (approx curves: reported only)."""
     exact = exact_table[exact_table["kind"] == "exact"]
     assert set(exact["id"]) == set(EXACT_IDS) - APPROX_ONLY, "the lemmas with exact curves compared"
-    broken = exact[exact["verdict"] != "holds"]
+    broken = exact[[v is not Verdict.HOLDS for v in exact["verdict"]]]
     assert broken.empty, "\n" + broken[["id", "setting", "metric", "layer", "predicted", "measured", "z",
                                          "verdict", "comment"]].to_string()
 
 
 def test_paper_statement_not_at_init_has_its_verdict(shared_cache):
     table = verify(quick=True, only=["p1-thm-3.3"])
-    assert table["verdict"].tolist() == ["not applicable at init"]
+    assert table["verdict"].tolist() == [Verdict.NOT_APPLICABLE]
     assert table["comment"].str.len().min() > 0
 
 
 @pytest.mark.parametrize("kind, z, excess, expected", [
-    ("exact", [0.1, -3.9], [0.0, 0.0], "holds"),
-    ("exact", [0.1, 4.5], [0.0, 0.0], "violated"),
-    ("upper", [-50.0, -2.0], [-50.0, -2.0], "holds as a bound"),
-    ("upper", [-50.0, 6.0], [-50.0, 6.0], "violated"),
-    ("lower", [3.0, 9.0], [-3.0, -9.0], "holds as a bound"),
+    ("exact", [0.1, -3.9], [0.0, 0.0], Verdict.HOLDS),
+    ("exact", [0.1, 4.5], [0.0, 0.0], Verdict.VIOLATED),
+    ("upper", [-50.0, -2.0], [-50.0, -2.0], Verdict.HOLDS_AS_BOUND),
+    ("upper", [-50.0, 6.0], [-50.0, 6.0], Verdict.VIOLATED),
+    ("lower", [3.0, 9.0], [-3.0, -9.0], Verdict.HOLDS_AS_BOUND),
 ])
 def test_classify(kind, z, excess, expected):
-    assert classify(kind, z=z, rel=[0.0] * len(z), excess=excess) == expected
+    assert classify(kind, z=z, rel=[0.0] * len(z), excess=excess) is expected
 
 
 def test_cli_writes_csv_and_markdown(tmp_path, shared_cache, capsys):
