@@ -26,8 +26,8 @@ __all__ = ["TREND_COLUMNS", "words", "shipped_models", "models_sentence", "study
            "verdict_counts", "extrapolation_laws"]
 
 # The columns of a trend a reader needs, in order; those a report lacks are left out.
-TREND_COLUMNS = ("claim", "scheme", "axis", "group", "slope per e-fold", "direction", "verdict", "stability", "n",
-                 "failed", "pending", "crossing_note")
+TREND_COLUMNS = ("claim", "scheme", "axis", "group", "line", "slope per e-fold", "direction", "verdict", "stability",
+                 "n", "failed", "pending", "shape", "crossing")
 
 
 def words(value) -> str:

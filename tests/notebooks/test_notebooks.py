@@ -30,8 +30,9 @@ FIGURE_CALL = (r"\b(profile_figure|sweep_figure|exponent_panel|plot_summary|summ
                r"|depth_figure|pruning_figure|lns_gain_figure|phase_figure|plot_map|plt\.show)\(")
 VERDICT = (r"(agrees with the measurement|is never crossed|is within \d+% of the measurement"
            r"|differs from the measurement)")
-VERDICT_WORD = r"\((holds|violated|inconclusive)\)"
-VERDICT_OR_UNMEASURED = r"\((holds|violated|inconclusive|not measured)\)"  # a log ratio of drops that are not positive
+VERDICT_WORD = r"\((holds|violated|inconclusive|design cannot resolve)\)"
+# a log ratio of drops that are not positive is not measured
+VERDICT_OR_UNMEASURED = r"\((holds|violated|inconclusive|design cannot resolve|not measured)\)"
 # What each notebook must print (regular expressions over its executed text); every notebook has an entry.
 PRINTED = {
     "01_curse_of_depth": [
@@ -84,11 +85,11 @@ PRINTED = {
         r"atlas-400-steps/depth: 30 models in its report \(\d+ ok, \d+ failed, \d+ pending\), 3 seeds, [\d.]+ h of one "
         r"CPU thread",
         r"atlas/depth: \d+ models in its report \(\d+ ok, \d+ failed, \d+ pending\)",
-        r"of \d+ trends with a claimed direction, the verdict is holds for \d+, violated for \d+, inconclusive for \d+, "
-        r"too few axis values for \d+",
+        r"of \d+ trends with a claimed direction, the verdict is (?:(?:holds|violated|inconclusive|design cannot "
+        r"resolve|too few axis values) for \d+(?:, | \(|$))+",
         r"p1-lns-prune, log\(LNS / Pre-LN\), along depth \(atlas/depth, steps=\d+\)",
-        r"phase diagram \(400 steps, atlas-400-steps\), Pre-LN at L=8: lr 0\.0003: \w+ ",
-        r"atlas: \d+ laws per scheme \((\w+, )*\w+\)",
+        r"phase diagram \(400 steps, atlas-400-steps\), Pre-LN at L=8: lr 0\.0003: \S+",
+        r"atlas: \d+ laws per scheme \(([\w ]+, )*[\w ]+\)",
         r"atlas-400-steps: extrapolation test, pre, bridge law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",
         r"atlas-400-steps: the law on its own data, pre, bridge law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, \d+ models\)",
         r"atlas-400-steps: extrapolation test, lns, growth law: last_log_error = \S+ \[\S+, \S+\] \(L=\d+, [23] models\)",

@@ -48,7 +48,8 @@ def test_two_seeds_draw_the_t_intervals_the_title_promises():
             bars = _bars(ax)
             assert len(bars) == 2 and not ax.collections[2:], (knob, score, bars)
             for bar, runs in zip(bars, (reference, sparse[knob])):
-                mean, low, high = t_interval([v[score] for v in runs])
+                interval = t_interval([v[score] for v in runs])
+                mean, low, high = interval.estimate, interval.low, interval.high
                 (segment,) = bar.lines[2][0].get_segments()  # (2, 2): the bar's two ends
                 np.testing.assert_allclose(sorted(segment[:, 1]), [low, high], rtol=1e-12, err_msg=f"{knob} {score}")
     assert not layout_problems(fig), layout_problems(fig)
