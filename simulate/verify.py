@@ -525,7 +525,8 @@ def main(argv=None) -> int:
     with deferred_signals() as pending:  # the two reports are written whole, together
         out.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out / "verify.csv", table.to_csv(index=False))
-        write_text_atomic(out / "verify.md", trained_markdown_report(table, convergence, args.confidence) if trained else to_markdown(table))
+        write_text_atomic(out / "verify.md", trained_markdown_report(table, convergence, args.confidence) if trained
+                          else to_markdown(table))
     print(f"{len(table)} rows in {time.perf_counter() - started:.1f} s -> {out / 'verify.csv'}, {out / 'verify.md'}")
     if pending:
         print(interrupted_line(prog, pending[0], "while the reports were written", f"both are complete in {out}",

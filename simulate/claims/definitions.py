@@ -47,8 +47,8 @@ from typing import NamedTuple
 
 from theory.verdicts import Verdict
 
-__all__ = ["SIZE_AXES", "Kind", "Reference", "GrowthRule", "KNOBS", "Claim", "CLAIMS", "applicable_claims", "growth_claim",
-           "sparser", "Question", "QUESTIONS"]
+__all__ = ["SIZE_AXES", "Kind", "Reference", "GrowthRule", "KNOBS", "Claim", "CLAIMS", "applicable_claims",
+           "growth_claim", "sparser", "Question", "QUESTIONS"]
 
 SIZE_AXES = ("depth", "width", "steps")
 

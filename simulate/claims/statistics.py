@@ -73,7 +73,8 @@ from simulate.claims.growth import growth_summary
 from theory.verdicts import GrowthClass
 from simulate.training.report import loss_slope
 
-__all__ = ["NEGLIGIBLE_FRACTION", "SHARE_STATISTICS", "STATISTICS", "ModelEvidence", "ModelStatistics", "halves", "model_statistics"]
+__all__ = ["NEGLIGIBLE_FRACTION", "SHARE_STATISTICS", "STATISTICS", "ModelEvidence", "ModelStatistics", "halves",
+           "model_statistics"]
 
 # A block is negligible (removable, not useful) when its effect is below this fraction of the model's mean block
 # effect: a threshold relative to the model's own blocks, as P1's "removable" deep layers are (deleting one costs

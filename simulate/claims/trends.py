@@ -51,8 +51,8 @@ from simulate.claims.judgement import NO_INTERVAL, Interval, detectable_slope
 from simulate.engine import CONFIDENCE
 from theory.verdicts import Verdict
 
-__all__ = ["POWER", "Cells", "cells_of", "Trend", "cell_means_slope", "fit_trend", "detectable_slope", "direction_verdict",
-           "describe_shape", "Crossing", "cell_crossing", "describe_crossing"]
+__all__ = ["Cells", "cells_of", "Trend", "cell_means_slope", "fit_trend", "direction_verdict", "describe_shape",
+           "Crossing", "cell_crossing", "describe_crossing"]
 
 class Cells(NamedTuple):
     """The models of a trend grouped by axis value: ``x`` ascending ``(k,)``, ``values`` one array per cell."""

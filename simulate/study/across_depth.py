@@ -48,9 +48,9 @@ __all__ = ["LINES", "SUBJECTS", "PREDICTION_COLUMNS", "Subject", "PredictionErro
 LINES = ("fixed", "tuned")  # a tuned study's lines (module docstring); an untuned study's one line: "trained"
 SUBJECTS = (("var_last", 1, ("power", "exponential in L")), ("var_growth", 1, ("power", "exponential in L")),
             ("prune_log_ratio", 1, ("power",)), ("val_loss", 2, ("power",)))  # (statistic, schemes, laws)
-PREDICTION_COLUMNS = ("statistic", "scheme", "law", "form", "line", "lr", "lr_second", "steps", "depth", "models", "judged_on",
-                      "estimate", "low", "high", "confidence", "fitted_depths", "fitted_models", "slope", "slope_low",
-                      "slope_high", "lack_of_fit_p", "residual_sd", "within_sd")
+PREDICTION_COLUMNS = ("statistic", "scheme", "law", "form", "line", "lr", "lr_second", "steps", "depth", "models",
+                      "judged_on", "estimate", "low", "high", "confidence", "fitted_depths", "fitted_models", "slope",
+                      "slope_low", "slope_high", "lack_of_fit_p", "residual_sd", "within_sd")
 
 
 class PredictionError(ValueError):
@@ -129,7 +129,8 @@ def _check_targets(targets, fitted_depths) -> None:
 
 
 def prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(predictions, fitted)`` of a resolved study (:func:`simulate.study.tuning.resolve_tuning`): one row per subject, law, line, length, target depth and number of new models
+    """``(predictions, fitted)`` of a resolved study (:func:`simulate.study.tuning.resolve_tuning`): one row per
+    subject, law, line, length, target depth and number of new models
     (:data:`PREDICTION_COLUMNS`), and every model value the laws were fitted on (their data).
 
     Raises :class:`PredictionError` for a target inside the trained depths or fewer than three of them.
@@ -169,7 +170,8 @@ def _law_rows(subject, law, line, rates, steps, samples, targets, confidence, co
         for models in counts:
             predicted = fit.predict(depth, models)
             rows.append({"statistic": subject.statistic, "scheme": subject.scheme, "law": law,
-                         "form": DEPTH_LAWS[law], "line": line, "lr": rate, "lr_second": second, "steps": int(steps), "depth": int(depth),
+                         "form": DEPTH_LAWS[law], "line": line, "lr": rate, "lr_second": second, "steps": int(steps),
+                         "depth": int(depth),
                          "models": models,
                          "judged_on": f"seed {judged_seed}" if models == 1 else f"mean of {models} seeds",
                          "estimate": predicted.estimate, "low": predicted.low, "high": predicted.high,

@@ -32,8 +32,8 @@ from simulate.study.point_table import point_evidence
 from simulate.study.tables import level_frame, trend_frame
 from simulate.sweep.store import finished_records, read_point
 
-__all__ = ["VERSION_COLUMNS", "Model", "load_models", "distinct_models", "points_table", "comparison_lines", "levels_table",
-           "trends_table", "calibration_table"]
+__all__ = ["VERSION_COLUMNS", "Model", "load_models", "distinct_models", "points_table", "comparison_lines",
+           "levels_table", "trends_table", "calibration_table"]
 
 # What a model rests on: column of points.parquet -> key of its record's headline (simulate.study.point)
 VERSION_COLUMNS = {"code": "code", "corpus": "data", "python": "python", "torch": "torch"}
@@ -167,6 +167,7 @@ def trends_table(study, models: list[Model]) -> tuple[pd.DataFrame, list]:
 
 
 def calibration_table(study, judgements, studies: int = 1000) -> pd.DataFrame:
-    """The family's verdict rules simulated on the study's own design (:func:`simulate.claims.calibration.calibrate`)."""
+    """The family's verdict rules simulated on the study's own design
+    (:func:`simulate.claims.calibration.calibrate`)."""
     family = [j for j in judgements if j.in_family and math.isfinite(j.design.residual_var)]
     return calibrate(family, study.inference, studies=studies)

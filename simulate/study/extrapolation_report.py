@@ -103,7 +103,8 @@ def _blind_lines(judgements, title: str, confidence: float) -> list[str]:
             lines += [f"**{title} at {j.where}: UNTESTED**, {j.reason}.", ""]
             continue
         half = j.half_width
-        off = f"; var_L is off by a factor {math.exp(abs(j.error.estimate)):.3g}" if j.verdict is BlindTest.FAILS else ""
+        off = (f"; var_L is off by a factor {math.exp(abs(j.error.estimate)):.3g}" if j.verdict is BlindTest.FAILS
+               else "")
         lines += [f"**{title} at {j.where} ({j.models} models): the law {str(j.verdict).upper()}.** log(predicted / "
                   f"measured var_L), mean over the held-out models: {j.error.estimate:.3g}; {level_label(confidence)} "
                   f"prediction interval +-{half:.3g} ({j.error.method}){off}.", ""]

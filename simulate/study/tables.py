@@ -30,8 +30,8 @@ import pandas as pd
 from theory.files import atomic_write
 from theory.verdicts import GrowthClass, Stability, Verdict
 
-__all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyResults", "level_frame", "trend_frame",
-           "write_tables", "read_study", "read_verdicts", "at_full_length"]
+__all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyResults", "level_frame",
+           "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length"]
 
 LEVEL_COLUMNS = ("claim", "source", "statistic", "scheme", "n", "mean", "low", "high", "confidence", "method",
                  "verdict", "detectable", "growth_class", "detail", "stability", "change", "change_low",
@@ -63,7 +63,8 @@ def _change(change) -> dict:
 
 def level_frame(judgements, fields) -> pd.DataFrame:
     """One row per level judgement (module docstring); ``fields``: the cell's fields, in order."""
-    rows = [{"claim": j.claim.id, "source": j.claim.source, "statistic": j.statistic, "scheme": "-".join(j.claim.schemes),
+    rows = [{"claim": j.claim.id, "source": j.claim.source, "statistic": j.statistic,
+             "scheme": "-".join(j.claim.schemes),
              **{f: j.cell.get(f) for f in fields}, "n": j.n, "mean": j.estimate.estimate, "low": j.estimate.low,
              "high": j.estimate.high, "confidence": j.estimate.confidence, "method": j.estimate.method,
              "verdict": j.verdict, "detectable": j.detectable, "growth_class": j.growth_class, "detail": j.comment,
