@@ -9,17 +9,17 @@ about the line, ``w^2`` the seeds' pooled variance), judged by :func:`~simulate.
 and :func:`~simulate.claims.trends.direction_verdict`, the family adjusted by the report's
 :class:`~simulate.claims.judgement.Inference`. Scenarios (:data:`SCENARIOS`):
 
-``null``
+``no trend``
     no trend, normal cell effects: the false-verdict rate (``holds`` or ``violated``) per claim and of the
     family (any false verdict), at most nominal;
-``bent null``
+``bent, no trend``
     no linear trend, the cells on a curve in ``log x`` (a parabola of the cell effect's spread, or
     the seeds' where the cells show none): a misspecified shape;
-``heavy-tailed null``
+``heavy-tailed, no trend``
     no trend, cell effects from Student's t with 3 degrees of freedom (the same spread): misspecified;
 ``papers' effect``
     the slope the papers report (:class:`~simulate.claims.definitions.Reference`): the power;
-``endpoint rule (old), null``
+``endpoint rule (old), no trend``
     the negative control: the rule this one replaced (the last minus the first cell by Welch's test, by
     seeds, wherever the line's lack of fit is rejected at 0.05, then the family's adjustment), on the null:
     it fails.
@@ -34,7 +34,7 @@ Each study is drawn from one seeded generator: the table is the same on every ma
 >>> table = calibrate([trend], Inference(), studies=200)
 >>> rates = table[table["claim"] == "p2-depth-jac"].set_index("scenario")["rate"]
 >>> rates.round(3).to_dict()  # a cell effect 1.3 times the seeds' spread: the old rule's false verdicts
-{'null': 0.045, 'bent null': 0.0, 'heavy-tailed null': 0.055, 'endpoint rule (old), null': 0.18}
+{'no trend': 0.045, 'bent, no trend': 0.0, 'heavy-tailed, no trend': 0.055, 'endpoint rule (old), no trend': 0.18}
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from theory.verdicts import Verdict
 
 __all__ = ["SCENARIOS", "CALIBRATION_COLUMNS", "calibrate"]
 
-SCENARIOS = ("null", "bent null", "heavy-tailed null", "papers' effect", "endpoint rule (old), null")
+SCENARIOS = ("no trend", "bent, no trend", "heavy-tailed, no trend", "papers' effect", "endpoint rule (old), no trend")
 CALIBRATION_COLUMNS = ("scenario", "claim", "statistic", "line", "cells", "seeds", "cell_to_seed", "rate", "rate_se",
                        "detectable", "reference", "studies")
 _JUDGED = (Verdict.HOLDS, Verdict.VIOLATED)
@@ -70,12 +70,12 @@ def _draw(rng, design, scenario: str, slope: float, studies: int) -> list[np.nda
     x = np.asarray(design.x, dtype=float)  # (k,)
     cell_sd, seed_sd = _spreads(design)
     centred = np.log(x) - np.log(x).mean()  # (k,)
-    if scenario == "bent null":
+    if scenario == "bent, no trend":
         square = centred**2 - (centred**2).mean()  # (k,)
         bend = square - (square @ centred) / (centred @ centred) * centred  # no linear part on any design
         spread = cell_sd if cell_sd > 0 else seed_sd / math.sqrt(float(np.mean(design.counts)))
         effects = np.broadcast_to(spread * bend / (bend.std() if bend.std() > 0 else 1.0), (studies, x.size))
-    elif scenario == "heavy-tailed null":
+    elif scenario == "heavy-tailed, no trend":
         effects = cell_sd * rng.standard_t(3, (studies, x.size)) / math.sqrt(3.0)  # t_3 has variance 3
     else:
         effects = cell_sd * rng.standard_normal((studies, x.size))

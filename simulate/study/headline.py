@@ -22,7 +22,7 @@ from __future__ import annotations
 import pandas as pd
 
 from simulate.claims.definitions import QUESTIONS
-from simulate.claims.judgement import Interval
+from simulate.claims.judgement import Interval, level_label
 from simulate.study.tables import at_full_length, read_study
 from theory.cli import markdown_table
 
@@ -110,5 +110,6 @@ def headline_section(folder, study) -> list[str]:
         return []
     return [f"## Headline answers of `{study.name}` (at the full length; docs/studies.md#headline-answers)", "",
             "Read from this study's reports at its longest training, each with the models it rests on and the change "
-            "from the shorter training (stability). Levels are unadjusted; the trends read the family-adjusted p. "
-            "Pending models are not in them.", "", *body]
+            f"from the shorter training (stability). Intervals at {level_label(study.inference.confidence)}; levels "
+            f"are unadjusted; the trends read the p adjusted by {study.inference.method_name}'s method over the "
+            "report's full-length direction verdicts. Pending models are not in them.", "", *body]

@@ -146,7 +146,7 @@ def _calibration_section(study, calibration: pd.DataFrame) -> list[str]:
         return []
     shown = calibration.assign(rate=[f"{r.rate:.3f} ± {r.rate_se:.3f}" for r in calibration.itertuples()])
     nominal = 1 - study.inference.confidence
-    null = calibration[(calibration["scenario"] == "null") & (calibration["claim"] == "family")]
+    null = calibration[(calibration["scenario"] == "no trend") & (calibration["claim"] == "family")]
     family = f"{null['rate'].iloc[0]:.3f}" if len(null) else "not simulated"
     return ["", "## What the design can resolve", "",
             f"Synthetic studies of this design ({int(calibration['studies'].max())} each; the cells, seeds and family "

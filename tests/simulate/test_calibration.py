@@ -71,7 +71,7 @@ def test_a_trend_alone_keeps_its_null_rates_at_nominal(ratio, seeds):
     trend = table[table["claim"] == "p2-depth-jac"]
     assert trend["cell_to_seed"].to_numpy() == pytest.approx(ratio, abs=1e-12)
     assert (trend["seeds"] == seeds).all() and (trend["cells"] == 4).all() and (trend["studies"] == STUDIES).all()
-    for scenario in ("null", "bent null", "heavy-tailed null"):
+    for scenario in ("no trend", "bent, no trend", "heavy-tailed, no trend"):
         rate = _rates(table, scenario)
         assert rate["p2-depth-jac"] == rate["family"]  # a family of one
         assert_rate_at_most(rate["p2-depth-jac"], STUDIES, f"{scenario}, ratio {ratio:g}, {seeds} seeds")
@@ -85,7 +85,7 @@ def test_a_family_keeps_its_family_wise_error_at_nominal():
     """Six trends of different designs, Holm's adjustment: per trend and for the family (any false verdict) at
     most 5 % under every null scenario."""
     table = calibrate([_trend(c, d) for c, d in FAMILY.items()], Inference(), studies=STUDIES, seed=2)
-    for scenario in ("null", "bent null", "heavy-tailed null"):
+    for scenario in ("no trend", "bent, no trend", "heavy-tailed, no trend"):
         rates = _rates(table, scenario)
         assert set(rates.index) == {*FAMILY, "family"}
         for claim, rate in rates.items():
@@ -98,12 +98,12 @@ def test_negative_control_the_endpoint_rule_fails_at_a_cell_to_seed_ratio_of_2()
     """The old rule on the same null studies: above nominal per trend (alone, and in the family after Holm) and for
     the family."""
     alone = calibrate([_trend("p2-depth-jac", _design(2.0))], Inference(), studies=STUDIES, seed=3)
-    rate = _rates(alone, "endpoint rule (old), null")["p2-depth-jac"]
+    rate = _rates(alone, "endpoint rule (old), no trend")["p2-depth-jac"]
     with pytest.raises(AssertionError, match="endpoint"):
         assert_rate_at_most(rate, STUDIES, "endpoint rule alone, ratio 2")
     assert rate > 0.25, f"endpoint rule alone, ratio 2: rate {rate:.4f} <= 0.25 ({STUDIES} trials)"
     family = calibrate([_trend(c, d) for c, d in FAMILY.items()], Inference(), studies=STUDIES, seed=3)
-    rates = _rates(family, "endpoint rule (old), null")
+    rates = _rates(family, "endpoint rule (old), no trend")
     for claim in ("p2-depth-var-last", "family"):  # the ratio-2 member, and the whole family
         with pytest.raises(AssertionError, match="endpoint"):
             assert_rate_at_most(rates[claim], STUDIES, f"endpoint rule, {claim}")
@@ -139,7 +139,7 @@ def test_the_detectable_column_is_at_holm_s_first_step_and_only_claims_with_a_re
     assert list(dict.fromkeys(table["scenario"])) == list(SCENARIOS)
     power = table[table["scenario"] == "papers' effect"]
     assert set(power["claim"]) == {"p1-lns-loss", "p2-depth-var-last"}  # the claims the papers give a slope
-    null = table[table["scenario"] == "null"].set_index("claim")
+    null = table[table["scenario"] == "no trend"].set_index("claim")
     for claim, design in FAMILY.items():
         se = math.sqrt(design.residual_var / SXX)
         assert null.loc[claim, "detectable"] == pytest.approx(detectable_slope(se, 2, ALPHA / len(FAMILY)), rel=1e-12)
@@ -168,7 +168,7 @@ def test_the_table_is_the_same_for_the_same_seed():
 @pytest.mark.parametrize("x", [DEPTHS, (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)])
 def test_the_bent_null_has_no_linear_part_on_a_design_symmetric_in_log_x(x):
     design = TrendDesign(tuple(x), (3,) * len(x), 0.0, 1.0)  # no seed noise: the cells are the bend itself
-    cells = _draw(np.random.default_rng(0), design, "bent null", 0.0, 3)
+    cells = _draw(np.random.default_rng(0), design, "bent, no trend", 0.0, 3)
     means = np.stack([c.mean(axis=1) for c in cells], axis=1)  # (3, k)
     slope, _, _, residual_var = cell_means_slope(np.log(np.asarray(x)), means)
     assert np.abs(slope).max() < 1e-12 and residual_var.min() > 0.1, (slope, residual_var)  # a curve, not a line
@@ -177,6 +177,6 @@ def test_the_bent_null_has_no_linear_part_on_a_design_symmetric_in_log_x(x):
 def test_the_bent_null_has_no_linear_part_on_an_asymmetric_design():
     x = (256.0, 384.0, 512.0)
     design = TrendDesign(x, (3,) * 3, 0.0, 1.0)
-    cells = _draw(np.random.default_rng(0), design, "bent null", 0.0, 1)
+    cells = _draw(np.random.default_rng(0), design, "bent, no trend", 0.0, 1)
     slope, _, _, _ = cell_means_slope(np.log(np.asarray(x)), np.stack([c.mean(axis=1) for c in cells], axis=1))
     assert abs(float(slope[0])) < 1e-9, f"the bent null's slope per e-fold: {float(slope[0]):.3f}"

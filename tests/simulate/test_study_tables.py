@@ -66,7 +66,7 @@ def _trends() -> list[TrendJudgement]:
 
 
 def _calibration() -> pd.DataFrame:
-    return pd.DataFrame([{"scenario": "null", "claim": "p1-lns-loss", "statistic": "val_loss", "line": "tuned",
+    return pd.DataFrame([{"scenario": "no trend", "claim": "p1-lns-loss", "statistic": "val_loss", "line": "tuned",
                           "cells": 4, "seeds": 3.0, "cell_to_seed": 1.3, "rate": 0.045, "rate_se": 0.0066,
                           "detectable": 0.02, "reference": -0.032, "studies": 1000}])
 
