@@ -228,12 +228,12 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
         has_exact = group["kind"].isin(["exact", "growth"]).any()  # growth: P1's statements judged by growth class
         judged = group[~group["kind"].eq("approx")] if has_exact else group
         approx = group[group["kind"].eq("approx")] if has_exact else group.iloc[0:0]
-        verdicts = judged["verdict"].tolist()
+        verdicts = [Verdict.parse(v) for v in judged["verdict"]]  # members, or their words read from verify.csv
         worst = min(verdicts, key=lambda v: _VERDICT_ORDER.index(v) if v in _VERDICT_ORDER else 0)
         lemma = theory.LEMMAS.get(lemma_id)
         tight = judged["tightness"].dropna()
         laws = judged[judged["kind"].isin(["exact", "approx"])]  # |z| of a loose bound says nothing
-        off = approx[~approx["verdict"].isin([Verdict.HOLDS, Verdict.HOLDS_APPROXIMATELY])]
+        off = approx[~approx["verdict"].map(Verdict.parse).isin([Verdict.HOLDS, Verdict.HOLDS_APPROXIMATELY])]
         rows.append({"id": lemma_id, "source": getattr(lemma, "source", ""), "kind": getattr(lemma, "kind", ""),
                      "verdict": worst, "rows": f"{verdicts.count(worst)}/{len(verdicts)}",
                      "max_abs_z_last": float(laws["z"].abs().max()) if laws["z"].notna().any() else math.nan,

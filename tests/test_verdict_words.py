@@ -3,18 +3,20 @@
 A judgement's word is an enum member (:mod:`theory.verdicts`); code that compares it with a literal
 (``verdict == "holds"``, ``label in ("exponential", ...)``, ``.isin(["holds"])``, a dict keyed by a
 word) would silently stop matching when a word changes, or match a word read from a stale file.
-This test reads the packages' sources with ``ast`` and names every such comparison.
+This test reads the packages', the tools' and the notebooks' sources with ``ast`` and names every
+such comparison (a notebook that counted ``verdict == "holds"`` once printed 0 of 40).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 from theory.verdicts import AccuracyClass, BlindTest, GrowthClass, Stability, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("theory", "simulate", "paper_figs")
+PACKAGES = ("theory", "simulate", "paper_figs", "tools")
 ENUM_MODULE = ROOT / "theory" / "verdicts.py"
 WORDS = {member.value for kind in (Verdict, GrowthClass, BlindTest, Stability, AccuracyClass) for member in kind}
 # A word that is also a model's status (ok, failed, pending): compared as that, not as a blind test.
@@ -27,8 +29,21 @@ def _word_constants(node) -> list[str]:
     return [item.value for item in items if isinstance(item, ast.Constant) and item.value in WORDS]
 
 
+def _notebook_code(path: Path) -> list[tuple[str, str]]:
+    """``(name, source)`` of each code cell of a notebook, its IPython magics (``%``, ``!``) left out."""
+    cells = json.loads(path.read_text())["cells"]
+    return [(f"{path.relative_to(ROOT)} cell {i}",
+             "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                       for line in "".join(cell["source"]).splitlines()))
+            for i, cell in enumerate(cells) if cell["cell_type"] == "code"]
+
+
 def _offences(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    return _source_offences(str(path.relative_to(ROOT)), path.read_text())
+
+
+def _source_offences(name: str, source: str) -> list[str]:
+    tree = ast.parse(source, filename=name)
     found = []
     for node in ast.walk(tree):
         words = []
@@ -40,7 +55,7 @@ def _offences(path: Path) -> list[str]:
             words = [w for key in node.keys if key is not None for w in _word_constants(key)]
         words = [w for w in words if w not in NOT_ONLY_WORDS or isinstance(node, ast.Call)]
         if words:
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {', '.join(map(repr, words))}")
+            found.append(f"{name}:{node.lineno}: {', '.join(map(repr, words))}")
     return found
 
 
@@ -49,6 +64,14 @@ def test_no_judgement_word_is_compared_as_a_string_outside_its_enum_module():
     assert len(sources) > 100, "the packages were not found"
     offences = [line for path in sources for line in _offences(path)]
     assert not offences, "words compared as strings (compare the enum members of theory.verdicts):\n" + \
+        "\n".join(offences)
+
+
+def test_no_notebook_compares_a_judgement_word_as_a_string():
+    cells = [cell for path in sorted((ROOT / "notebooks").glob("*.ipynb")) for cell in _notebook_code(path)]
+    assert len(cells) > 50, "the notebooks were not found"
+    offences = [line for name, source in cells for line in _source_offences(name, source)]
+    assert not offences, "words compared as strings in notebooks (compare theory.verdicts' members):\n" + \
         "\n".join(offences)
 
 

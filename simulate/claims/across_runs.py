@@ -9,7 +9,7 @@ each stage (:mod:`simulate.claims.definitions` says what each claim states):
 - a signed claim on one scheme: the statistic's t interval over the group's seeds;
 - a growth claim: :func:`simulate.claims.growth.judge_growth` on the group's profiles;
 - a claim on two schemes: for two groups that differ only in their scheme, the first
-  scheme's statistic minus the second's (:func:`~simulate.claims.intervals.difference_interval`:
+  scheme's statistic minus the second's (:func:`~simulate.claims.judgement.difference_interval`:
   paired by seed where the groups have the same seeds, Welch otherwise);
 - a knob claim: for a group that differs from a Pre-LN group only in the claim's knob and is
   its sparser side, the same difference against that reference.
@@ -142,7 +142,7 @@ def _group_judgements(runs: list[JudgedRun], first: bool, confidence: float) -> 
                 out.append((_not_measured(claim, len(values)), depth))
                 continue
             estimate = t_interval(list(values.values()), confidence)
-            verdict, detectable = claimed_sign_verdict(claim, estimate, len(values), 1 - confidence)
+            verdict, detectable = claimed_sign_verdict(claim, estimate, 1 - confidence)
             out.append((Judgement(claim, claim.statistic, estimate, verdict, len(values),
                                   comment=_claim_words(claim, estimate), detectable=detectable), depth))
     return out
@@ -157,7 +157,7 @@ def _difference(claim: Claim, first_runs, second_runs, first: bool, confidence: 
         return _not_measured(claim, len(a) + len(b))
     estimate, n = difference_interval(a, b, confidence)
     means = f" ({np.nanmean(list(a.values())):.4g} against {np.nanmean(list(b.values())):.4g}, {estimate.method})"
-    verdict, detectable = claimed_sign_verdict(claim, estimate, n, 1 - confidence)
+    verdict, detectable = claimed_sign_verdict(claim, estimate, 1 - confidence)
     return Judgement(claim, claim.statistic, estimate, verdict, n, comment=_claim_words(claim, estimate, means),
                      detectable=detectable)
 

@@ -81,9 +81,9 @@ def _stability(full: Interval, change: Interval) -> Stability | None:
 
 
 def _rests_on(models) -> frozenset:
-    """The distinct versions (code, corpus, Python, torch) of the finished ``models`` (a model without
-    ``versions`` rests on nothing recorded)."""
-    return frozenset(getattr(m, "versions", ()) for m in models if m.status == "ok")
+    """The distinct versions (code, corpus, Python, torch) of the finished ``models``; a model that recorded
+    none (no ``versions``, or every one '') adds none, so it never makes a verdict mixed."""
+    return frozenset(v for m in models if m.status == "ok" and any(v := getattr(m, "versions", ())))
 
 
 def _shorter_cell(study, fields, cell: tuple) -> tuple | None:
@@ -148,9 +148,9 @@ def judge_levels(study, lines: dict) -> list[Judgement]:
 def _signed_level(claim: Claim, cell: dict, estimate: Interval, values: dict, inference, change) -> Judgement:
     n = int(np.isfinite(list(values.values())).sum())
     if claim.sign is None:
-        verdict, detectable = Verdict.NO_DIRECTION, detectable_slope(estimate.se, n - 1, inference.alpha)
+        verdict, detectable = Verdict.NO_DIRECTION, detectable_slope(estimate.se, estimate.dof, inference.alpha)
     else:
-        verdict, detectable = claimed_sign_verdict(claim, estimate, n, inference.alpha)
+        verdict, detectable = claimed_sign_verdict(claim, estimate, inference.alpha)
     return Judgement(claim, claim.statistic, estimate, verdict, n, cell=cell, detectable=detectable,
                      stability=_stability(estimate, change), change=change)
 
@@ -369,7 +369,7 @@ def judge_trends(study, lines: dict) -> list[TrendJudgement]:
         claim, trend, fields = item.fields["claim"], item.trend, dict(item.fields)
         alpha = alpha_first if item.in_family else inference.alpha
         detectable = detectable_slope(trend.slope.se, trend.dof, alpha)
-        reference = claim.reference.trend if claim.reference else None
+        reference = claim.reference_trend(fields["axis"])
         p_adjusted = adjusted.get(id(item), math.nan)
         verdict = fields.pop("verdict", None) or direction_verdict(
             trend, fields["direction"], p_adjusted if item.in_family else None, inference.confidence, detectable,

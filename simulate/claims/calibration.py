@@ -93,9 +93,10 @@ def _welch_p(last: np.ndarray, first: np.ndarray) -> np.ndarray:
     return 2 * stats.t.sf(np.abs(last.mean(axis=1) - first.mean(axis=1)) / se, dof)
 
 
-def _endpoint_rule(cells: list[np.ndarray], log_x: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def _endpoint_rule(cells: list[np.ndarray], log_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The old rule (negative control): ``(estimate, p)`` per study: the line's slope, or the last minus the
-    first cell by Welch's test where the line's pure-error lack of fit is rejected at 0.05."""
+    first cell by Welch's test where the line's pure-error lack of fit is rejected at 0.05 (the test of
+    :func:`~simulate.claims.trends.lack_of_fit_p`, here over every study at once)."""
     means = np.stack([c.mean(axis=1) for c in cells], axis=1)  # (studies, k)
     counts = np.array([c.shape[1] for c in cells])  # (k,)
     k, n = counts.size, int(counts.sum())
@@ -106,16 +107,16 @@ def _endpoint_rule(cells: list[np.ndarray], log_x: np.ndarray, alpha: float) -> 
     fit_slope = y @ centred / (centred**2).sum()  # (studies,)
     fitted = y.mean(axis=1, keepdims=True) + fit_slope[:, None] * centred  # (studies, n)
     cell_mean = np.repeat(means, counts, axis=1)  # (studies, n)
-    pure = ((y - cell_mean) ** 2).sum(axis=1)
-    lack = ((cell_mean - fitted) ** 2).sum(axis=1)
+    pure = ((y - cell_mean) ** 2).sum(axis=1)  # (studies,)
+    lack = ((cell_mean - fitted) ** 2).sum(axis=1)  # (studies,)
     rejected = stats.f.sf((lack / (k - 2)) / (pure / (n - k)), k - 2, n - k) < 0.05  # (studies,)
     contrast = means[:, -1] - means[:, 0]
     return np.where(rejected, contrast, slope), np.where(rejected, _welch_p(cells[-1], cells[0]), p_line)
 
 
-def _reference(claim) -> float:
-    """The papers' slope per e-fold for ``claim``, 0 where they give none."""
-    return claim.reference.trend if claim.reference and claim.reference.trend else 0.0
+def _reference(trend) -> float:
+    """The papers' slope per e-fold of the axis of ``trend`` (a trend judgement), 0 where they give none."""
+    return trend.claim.reference_trend(trend.axis) or 0.0
 
 
 def _family_rates(rng, trends, inference: Inference, scenario: str, studies: int) -> tuple[np.ndarray, float]:
@@ -124,12 +125,12 @@ def _family_rates(rng, trends, inference: Inference, scenario: str, studies: int
     :func:`~simulate.claims.trends.direction_verdict` on the adjusted p of its family."""
     estimates, p_values = [], []
     for trend in trends:
-        claim, design = trend.claim, trend.design
-        slope = _reference(claim) if scenario == "papers' effect" else 0.0
+        design = trend.design
+        slope = _reference(trend) if scenario == "papers' effect" else 0.0
         cells = _draw(rng, design, scenario, slope, studies)
         log_x = np.log(np.asarray(design.x, dtype=float))
         if scenario.startswith("endpoint"):
-            estimate, p = _endpoint_rule(cells, log_x, inference.alpha)
+            estimate, p = _endpoint_rule(cells, log_x)
         else:
             estimate, _, p, _ = cell_means_slope(log_x, np.stack([c.mean(axis=1) for c in cells], axis=1))
         estimates.append(estimate)
@@ -157,12 +158,12 @@ def calibrate(trends, inference: Inference = Inference(), studies: int = 1000, s
         return pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
     m = max(len(trends), 1)
     for scenario in SCENARIOS:
-        if scenario == "papers' effect" and not any(_reference(t.claim) for t in trends):
+        if scenario == "papers' effect" and not any(_reference(t) for t in trends):
             continue
         rates, family = _family_rates(rng, trends, inference, scenario, studies)
         for trend, rate in zip(trends, rates):
             claim, design = trend.claim, trend.design
-            if scenario == "papers' effect" and not _reference(claim):
+            if scenario == "papers' effect" and not _reference(trend):
                 continue
             cell_sd, seed_sd = _spreads(design)
             centred = np.log(design.x) - np.log(design.x).mean()
@@ -172,7 +173,7 @@ def calibrate(trends, inference: Inference = Inference(), studies: int = 1000, s
                          "cell_to_seed": cell_sd / seed_sd if seed_sd > 0 else math.nan, "rate": float(rate),
                          "rate_se": math.sqrt(rate * (1 - rate) / studies),
                          "detectable": detectable_slope(se, len(design.x) - 2, inference.alpha / m),
-                         "reference": _reference(claim) or math.nan, "studies": studies})
+                         "reference": _reference(trend) or math.nan, "studies": studies})
         if scenario != "papers' effect":
             rows.append({"scenario": scenario, "claim": "family", "statistic": f"any of {len(trends)}", "line": "",
                          "cells": math.nan, "seeds": math.nan, "cell_to_seed": math.nan, "rate": family,

@@ -121,6 +121,11 @@ class Claim:
             return self.directions[axis]
         return self.sign if axis in SIZE_AXES else None
 
+    def reference_trend(self, axis: str) -> float | None:
+        """The papers' slope per e-fold of ``axis``: :attr:`Reference.trend` is per e-fold of depth, so no other
+        axis has one (None there, and where the papers give none)."""
+        return self.reference.trend if self.reference and axis == "depth" else None
+
     @property
     def paired(self) -> bool:
         """Whether the statistic is a difference between two schemes (the first minus the second)."""

@@ -19,9 +19,10 @@ moves a whole cell off the law: its tuned rate, curvature, a shared seed-0 effec
 ``e_ij ~ N(0, sigma^2)``. The law is fitted by least squares to the ``k`` cell means; their
 residual variance ``s^2`` (``k - 2`` degrees of freedom) estimates ``tau^2 + sigma^2/n`` (``n``
 the cells' number of models; unequal ``n`` make this an approximation, said in the docs), and
-the pooled within-cell variance ``w^2`` estimates ``sigma^2``; since ``tau^2 >= 0``, ``s^2`` is
-floored at ``w^2 mean(1/n_i)`` (with two or three residual degrees of freedom ``s^2`` alone can
-come out far below the seeds' own spread). The slope's interval is Student's
+the pooled within-cell variance ``w^2`` estimates ``sigma^2``. ``s^2`` is not floored at
+``w^2 mean(1/n_i)``, though ``tau^2 >= 0`` would allow it: the coverage below is that of the
+unfloored ``s^2`` (a floor only widens the interval, and the prediction committed in
+``results/atlas/prediction-L64`` was made without one). The slope's interval is Student's
 t on ``k - 2`` degrees of freedom (the cells are the units, as in a trend).
 
 **Prediction at a depth not trained**, for the mean of ``m`` new models of one new cell: the law's
@@ -62,13 +63,15 @@ import numpy as np
 from scipy import stats
 
 from simulate.claims.judgement import Interval
-from simulate.claims.trends import cells_of
+from simulate.claims.trends import cells_of, lack_of_fit_p, within_var
 from simulate.engine import CONFIDENCE
 
 __all__ = ["DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law", "law_regressor"]
 
 DEPTH_LAWS = {"power": "y = a + b log L", "exponential in L": "y = a + b L"}
 MIN_LAW_DEPTHS = 3  # cells a law across depth needs: two parameters and at least one residual degree of freedom
+_SLOPE_METHOD = "cell means, t on cells - 2"  # the slope's interval (module docstring)
+_PREDICTION_METHOD = "a new cell mean, t on cells - 2"  # a new cell mean's interval (module docstring)
 
 
 def law_regressor(law: str, depth) -> np.ndarray:
@@ -128,32 +131,12 @@ class DepthLaw:
         (module docstring); no bounds with fewer than three cells."""
         centre = self.value(depth)
         if self.cells < MIN_LAW_DEPTHS or not math.isfinite(self.residual_var):
-            return Interval(centre)
+            return Interval(centre, confidence=self.confidence)
         correction = max(0.0, 1.0 / models - float(np.mean(1.0 / self.counts)))
         seeds = self.within_var * correction if math.isfinite(self.within_var) else 0.0
         variance = self.residual_var * (self._leverage(depth) + 1.0) + seeds
         half = float(stats.t.ppf(0.5 + self.confidence / 2, self.cells - 2)) * math.sqrt(variance)
-        return Interval(centre, centre - half, centre + half)
-
-
-def _within_var(cells) -> float:
-    """The pooled variance of the models about their cell means (NaN without a replicate)."""
-    dof = int(cells.n.sum()) - cells.x.size
-    if dof <= 0:
-        return math.nan
-    return float(sum(((v - v.mean()) ** 2).sum() for v in cells.values)) / dof
-
-
-def _lack_of_fit(cells, x: np.ndarray, intercept: float, slope: float, within: float) -> float:
-    """p of the pure-error F test of the law through the models: the cell means' weighted distance from the law
-    against the within-cell variance (NaN with fewer than three cells or no replicate)."""
-    k = cells.x.size
-    if k < MIN_LAW_DEPTHS or not math.isfinite(within):
-        return math.nan
-    lack = float((cells.n * (cells.mean - intercept - slope * x) ** 2).sum()) / (k - 2)
-    if within == 0:
-        return 0.0 if lack > 0 else 1.0
-    return float(stats.f.sf(lack / within, k - 2, int(cells.n.sum()) - k))
+        return Interval(centre, centre - half, centre + half, self.confidence, _PREDICTION_METHOD, math.sqrt(variance))
 
 
 def fit_depth_law(depths, values, law: str, confidence: float = CONFIDENCE) -> DepthLaw | None:
@@ -165,17 +148,16 @@ def fit_depth_law(depths, values, law: str, confidence: float = CONFIDENCE) -> D
     x = law_regressor(law, cells.x)  # (k,)
     design = np.stack([np.ones_like(x), x], axis=1)  # (k, 2)
     (intercept, slope), *_ = np.linalg.lstsq(design, cells.mean, rcond=None)
-    within = _within_var(cells)
+    within = within_var(cells)
     k = cells.x.size
     if k < MIN_LAW_DEPTHS:
-        return DepthLaw(law, cells.x, cells.mean, cells.n, float(intercept), Interval(float(slope)), math.nan,
-                        within, math.nan, confidence)
+        return DepthLaw(law, cells.x, cells.mean, cells.n, float(intercept),
+                        Interval(float(slope), confidence=confidence), math.nan, within, math.nan, confidence)
     residual = cells.mean - design @ np.array([intercept, slope])  # (k,)
     residual_var = float(residual @ residual) / (k - 2)
     se = math.sqrt(residual_var * np.linalg.inv(design.T @ design)[1, 1])
     half = float(stats.t.ppf(0.5 + confidence / 2, k - 2)) * se
-    slope_interval = Interval(float(slope), float(slope) - half, float(slope) + half) if se > 0 else \
-        Interval(float(slope), float(slope), float(slope))
+    slope_interval = Interval(float(slope), float(slope) - half, float(slope) + half, confidence, _SLOPE_METHOD, se)
     return DepthLaw(law, cells.x, cells.mean, cells.n, float(intercept), slope_interval, residual_var, within,
-                    _lack_of_fit(cells, x, float(intercept), float(slope), within), confidence)
+                    lack_of_fit_p(cells, intercept + slope * x), confidence)
 

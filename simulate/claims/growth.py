@@ -60,7 +60,7 @@ _SMALLEST_EXPONENT = 0.0201  # theory.meanfield.bridge.fit_growth profiles p ove
 class GrowthSummary(NamedTuple):
     """Growth of variance profiles over depth (one or several seeds).
 
-    ``exponent``, ``rate`` and ``step`` are :class:`~simulate.claims.intervals.Interval`: the
+    ``exponent``, ``rate`` and ``step`` are :class:`~simulate.claims.judgement.Interval`: the
     exponent p of ``var_l - var_0 ~ l^p``, the rate r of ``~ e^(r l)`` and the exponent q of
     the per-layer factor ``1 + c sigma^(-q)`` (fitted on blocks 2..L; ``step_dropped`` counts
     the blocks whose factor is not positive, left out of the log-log fit); ``constant`` is

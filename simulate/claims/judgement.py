@@ -34,7 +34,7 @@ theory.constraints.ConstraintError: bootstrap=50 is not allowed: an integer >= 1
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -47,9 +47,9 @@ from theory.constraints import Choice, Integer, Real, check_fields
 from theory.verdicts import BlindTest, GrowthClass, Stability, Verdict
 
 __all__ = ["POWER", "Interval", "NO_INTERVAL", "Difference", "t_interval", "welch_interval", "difference_interval",
-           "share_interval", "level_label", "normal_quantile", "detectable_slope", "claimed_sign_verdict",
-           "MULTIPLICITY_METHODS", "INFERENCE_FIELDS", "Inference", "Judgement", "TrendDesign", "TrendJudgement",
-           "BlindTestJudgement", "blind_test_verdict"]
+           "share_interval", "level_label", "normal_quantile", "detectable_slope", "unless_unresolvable",
+           "claimed_sign_verdict", "MULTIPLICITY_METHODS", "INFERENCE_FIELDS", "Inference", "Judgement", "TrendDesign",
+           "TrendJudgement", "BlindTestJudgement", "blind_test_verdict"]
 
 
 POWER = 0.8  # the power at which the smallest detectable effect is stated
@@ -80,6 +80,7 @@ class Interval:
     confidence: float = CONFIDENCE
     method: str = ""
     se: float = math.nan
+    dof: float = math.nan  # the degrees of freedom of its t (NaN: not a t interval)
 
     @property
     def bounded(self) -> bool:
@@ -139,7 +140,7 @@ def t_interval(values, confidence: float = CONFIDENCE) -> Interval:
         return Interval(mean, confidence=confidence, method="one model")
     se = float(values.std(ddof=1)) / math.sqrt(values.size)
     half = _t_quantile(values.size - 1, confidence) * se
-    return Interval(mean, mean - half, mean + half, confidence, "t over seeds", se)
+    return Interval(mean, mean - half, mean + half, confidence, "t over seeds", se, values.size - 1)
 
 
 def share_interval(shares, totals, confidence: float = CONFIDENCE) -> Interval:
@@ -188,7 +189,7 @@ def welch_interval(a, b, confidence: float = CONFIDENCE) -> Interval:
         return Interval(diff, diff, diff, confidence, "Welch", 0.0)
     dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
     half = _t_quantile(dof, confidence) * se
-    return Interval(diff, diff - half, diff + half, confidence, "Welch", se)
+    return Interval(diff, diff - half, diff + half, confidence, "Welch", se, float(dof))
 
 
 class Difference(NamedTuple):
@@ -207,13 +208,12 @@ def difference_interval(first: dict, second: dict, confidence: float = CONFIDENC
         values = [first[seed] - second[seed] for seed in sorted(first)]
         paired = t_interval(values, confidence)
         method = "paired by seed" if paired.bounded else paired.method
-        return Difference(Interval(paired.estimate, paired.low, paired.high, confidence, method, paired.se),
-                          int(np.isfinite(values).sum()))
+        return Difference(replace(paired, method=method), int(np.isfinite(values).sum()))
     return Difference(welch_interval(list(first.values()), list(second.values()), confidence),
                       int(np.isfinite(list(first.values())).sum() + np.isfinite(list(second.values())).sum()))
 
 
-def detectable_slope(se: float, dof: int, alpha: float, power: float = POWER) -> float:
+def detectable_slope(se: float, dof: float, alpha: float, power: float = POWER) -> float:
     """The smallest true slope a two-sided t test of level ``alpha`` on ``dof`` degrees of freedom detects with
     probability ``power``, for a slope of standard error ``se``: ``se`` times :func:`_detectable_multiple` (NaN
     without a test).
@@ -223,7 +223,7 @@ def detectable_slope(se: float, dof: int, alpha: float, power: float = POWER) ->
     """
     if not (math.isfinite(se) and se > 0 and dof >= 1):
         return math.nan
-    return se * _detectable_multiple(int(dof), float(alpha), float(power))
+    return se * _detectable_multiple(int(dof), float(alpha), float(power))  # Welch's dof rounded down
 
 
 @lru_cache(maxsize=256)
@@ -254,18 +254,25 @@ def _detectable_multiple(dof: int, alpha: float, power: float) -> float:
     return float(optimize.brentq(shortfall, 0.0, high))
 
 
-def claimed_sign_verdict(claim: Claim, estimate: Interval, n: int, alpha: float) -> tuple[Verdict, float]:
+def unless_unresolvable(verdict: Verdict, detectable: float, reference: float | None) -> Verdict:
+    """``verdict``, or ``design cannot resolve`` where it is ``inconclusive`` and the smallest effect the design
+    detects (``detectable``; NaN: none) exceeds the papers' ``reference`` effect (None: no reference). The one
+    rule of both judges, for a level and for a trend (docs/studies.md#what-the-design-can-resolve)."""
+    if verdict is Verdict.INCONCLUSIVE and reference is not None and not detectable <= abs(reference):
+        return Verdict.UNRESOLVABLE
+    return verdict
+
+
+def claimed_sign_verdict(claim: Claim, estimate: Interval, alpha: float) -> tuple[Verdict, float]:
     """The verdict on a claimed sign (``holds``, ``violated``, ``inconclusive``; ``design cannot resolve`` where
-    the smallest effect the interval's t test detects at 80 % power exceeds the papers' effect at one cell; ``not
-    measured`` without an estimate) and that detectable effect. Both judges use it: one comparison, one verdict."""
-    detectable = detectable_slope(estimate.se, n - 1, alpha) if n > 1 else math.nan
+    the smallest effect the interval's t test detects at 80 % power, on the interval's own degrees of freedom,
+    exceeds the papers' effect at one cell; ``not measured`` without an estimate) and that detectable effect.
+    Both judges use it: one comparison, one verdict."""
+    detectable = detectable_slope(estimate.se, estimate.dof, alpha)
     if math.isnan(estimate.estimate):
         return Verdict.NOT_MEASURED, detectable
-    verdict = estimate.signed_verdict(claim.sign)
     reference = claim.reference.level if claim.reference else None
-    if verdict is Verdict.INCONCLUSIVE and reference is not None and not detectable <= abs(reference):
-        return Verdict.UNRESOLVABLE, detectable
-    return verdict, detectable
+    return unless_unresolvable(estimate.signed_verdict(claim.sign), detectable, reference), detectable
 
 
 MULTIPLICITY_METHODS = ("holm", "bh")
@@ -349,8 +356,6 @@ class Judgement:
     detectable: float = math.nan
     stability: Stability | None = None
     change: Interval = NO_INTERVAL
-    design: TrendDesign | None = None
-    in_family: bool = False
     rests_on: frozenset = frozenset()  # the distinct versions (code, corpus, Python, torch) of its models
 
 

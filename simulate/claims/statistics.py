@@ -1,7 +1,7 @@
 """The statistics of one trained model at one stage: one typed record, computed by one function.
 
 Every number a claim judges is a function of one model (one Setting, one seed) at one stage
-of its training; intervals come one level up, over seeds (:mod:`simulate.claims.intervals`).
+of its training; intervals come one level up, over seeds (:mod:`simulate.claims.judgement`).
 A model gives the claims its :class:`ModelEvidence` (a study point's long table through
 :func:`simulate.study.point_table.point_evidence`, a run directory through
 :func:`simulate.claims.across_runs.judged_run`); :func:`model_statistics` measures it.

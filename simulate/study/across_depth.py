@@ -7,14 +7,19 @@ embedding's scale left out), each with a power law and an exponential in ``L``
 (:mod:`simulate.claims.depth_laws`); ``prune_log_ratio`` (deep over shallow pruning drop, P1 Theorem
 3.3) and ``val_loss`` of LNS minus Pre-LN (paired by seed; P1 Sec. 5), each as a line in ``log L``.
 
-A tuned study is read along two *lines* (:data:`LINES`), since its rate moves with depth:
+A tuned study is read along two *lines*, since its rate moves with depth:
 
 ``fixed``
     every model at one rate per scheme, the rate most of its depths chose
     (:func:`simulate.study.tuning.fixed_rates`; the tuning seeds train it at every depth, so every
     depth has at least one model there);
 ``tuned``
-    every model at its own cell's chosen rate (depth and rate move together).
+    every model at its own cell's chosen rate (depth and rate move together), the tuning seed
+    included. The comparisons of :mod:`simulate.study.analysis` leave that seed out (it won its
+    cell's tuning, so its ``val_loss`` is the grid's minimum); a law across depth keeps it because
+    the prediction committed in ``results/atlas/prediction-L64`` was fitted so, and a judged
+    prediction must be read as it was made. The selection is on ``val_loss`` alone, and the
+    ``val_loss`` subject is a difference of two schemes' tuning winners, so it partly cancels.
 
 An untuned study has one line, ``trained``. Each line is read at each training length the study
 trained (``steps``): laws are never pooled over lengths.
@@ -42,10 +47,9 @@ from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
 from simulate.study.analysis import load_models
 from simulate.study.tuning import fixed_rates
 
-__all__ = ["LINES", "SUBJECTS", "PREDICTION_COLUMNS", "Subject", "PredictionError", "subjects", "line_rates",
+__all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "PredictionError", "subjects", "line_rates",
            "subject_samples", "prediction_table"]
 
-LINES = ("fixed", "tuned")  # a tuned study's lines (module docstring); an untuned study's one line: "trained"
 SUBJECTS = (("var_last", 1, ("power", "exponential in L")), ("var_growth", 1, ("power", "exponential in L")),
             ("prune_log_ratio", 1, ("power",)), ("val_loss", 2, ("power",)))  # (statistic, schemes, laws)
 PREDICTION_COLUMNS = ("statistic", "scheme", "law", "form", "line", "lr", "lr_second", "steps", "depth", "models",

@@ -3,7 +3,7 @@
 The same study (by name) run twice, for example the 400-step atlas and the atlas re-run at ten
 times the tokens with tuned rates, answers the same claims at the cells they share. A level
 verdict is matched on its claim, statistic, scheme and axis values; a trend verdict on its
-claim, statistic, scheme and axis; each at the full length of its run (a stability study's
+claim, scheme and axis (a claim has one statistic); each at the full length of its run (a stability study's
 longest ``steps``), since that is the verdict a run reports. ``DEST/changes-from-<name of OLD>`` (a Markdown file) lists
 every matched verdict that differs (old -> new) with both estimates and the models each rests
 on, and counts those that stayed; the cells only one run has are counted apart. A trend compares
@@ -25,12 +25,11 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.study.tables import at_full_length, read_verdicts
-from theory.verdicts import Verdict
 from theory.cli import markdown_table
 from theory.files import write_text_atomic
+from theory.verdicts import Verdict
 
 __all__ = ["level_changes", "trend_changes", "write_changes"]
-
 
 
 def _changes(old: pd.DataFrame, new: pd.DataFrame, keys: list[str], estimate: str) -> pd.DataFrame:

@@ -19,9 +19,9 @@ committed* (``git show``), never refitting:
   :class:`BlindTest` ``passes`` when the measured value lies inside the interval, ``fails`` when
   not, ``pending`` while a model is missing.
 
-Each row is a 95 % prediction interval (the study's confidence) of its own: if every law were
-right, about one row in twenty would fail by chance, and rows of one law share their data
-(no multiplicity adjustment; the judgement counts the failures per law).
+Each row is a prediction interval at the study's confidence (95 % by default) of its own: if
+every law were right, about one row in twenty would fail by chance at 95 %, and rows of one law
+share their data (no multiplicity adjustment; the judgement counts the failures per law).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from simulate.claims.judgement import level_label
 from simulate.runtime.versions import ROOT, closure_version
 from simulate.study.across_depth import Subject, prediction_table, subject_samples
 from simulate.study.analysis import load_models
@@ -90,8 +91,8 @@ def write_prediction(study, out, targets, command: str) -> Path:
     out = Path(out)
     table, fitted = prediction_table(study, out, targets)
     made_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    provenance = {"commit": _head(ROOT), "code": closure_version("simulate.study.preregistration"),
-                  "data": _data_digest(fitted), "made_at": made_at}
+    provenance = dict(zip(PROVENANCE_COLUMNS, (_head(ROOT), closure_version("simulate.study.preregistration"),
+                                               _data_digest(fitted), made_at)))
     table = table.assign(**provenance)
     name = prediction_name(targets)
     csv = atomic_write(out / f"{name}.csv", lambda tmp: table.to_csv(tmp, index=False))
@@ -111,14 +112,14 @@ def _prediction_markdown(study, table: pd.DataFrame, fitted: pd.DataFrame, prove
              f"fit the laws) {provenance['code']}; data digest (the {len(fitted)} fitted values of "
              f"{len({key for keys in fitted['points'] for key in keys.split('-')})} models, by model, statistic, line "
              f"and length) {provenance['data']}",
-             f"- Intervals: {confidence:.0%} prediction intervals for one new model (the tuning seed's) and for the "
-             "mean of the study's seeds at a new depth: the law's refit variance, a new cell's own effect and the "
-             "seeds' spread, Student's t on cells - 2 degrees of freedom (simulate.claims.depth_laws)",
-             "- Lines: `fixed`, each scheme at the rate it chose at the deepest tuned depth (the tuning seed trains "
+             f"- Intervals: {level_label(confidence)} prediction intervals for one new model (the tuning seed's) and "
+             "for the mean of the study's seeds at a new depth: the law's refit variance, a new cell's own effect "
+             "and the seeds' spread, Student's t on cells - 2 degrees of freedom (simulate.claims.depth_laws)",
+             "- Lines: `fixed`, each scheme at the rate most of its depths chose (the tuning seed trains "
              "it at every depth, so the test exists whatever the new depth chooses); `tuned`, each cell at its own "
              "chosen rate (conditional on what the new cell chooses); laws are fitted per training length",
-             "- Judged per row: passes when the measured value lies inside the interval; at 95 % about one row in "
-             "twenty fails by chance if the law is right", ""]
+             "- Judged per row: passes when the measured value lies inside the interval; about "
+             f"{level_label(1 - confidence)} of the rows fail by chance if the laws are right", ""]
     for (line, steps), part in table.groupby(["line", "steps"], sort=False):
         lines += [f"## Line `{line}`, {steps} steps", ""]
         shown = part.assign(
@@ -283,11 +284,13 @@ def judged_summary(folder) -> list[str]:
     for path in sorted(Path(folder).glob(f"{PREFIX}*-judged.csv")):
         rows = pd.read_csv(path, keep_default_na=False, na_values=[""])
         name = path.stem.removesuffix("-judged")
-        if not rows["blind_test"].astype(bool).any():
+        confidence = float(rows["confidence"].iloc[0])
+        if not rows["blind_test"].notna().any():
             lines += [f"## Pre-registered prediction `{name}`", "", f"Not judged: see `{path.stem}.md`.", ""]
             continue
         lines += [f"## Pre-registered prediction `{name}` against the models trained after it", "",
-                  f"Each row a 95 % prediction interval committed before the models started (`{name}.md`); judged "
-                  f"without refitting (`{path.stem}.md`, per line and length). About one row in twenty fails by "
-                  "chance if a law is right.", "", markdown_table(_counts(rows, ("statistic", "scheme", "law"))), ""]
+                  f"Each row a {level_label(confidence)} prediction interval committed before the models started "
+                  f"(`{name}.md`); judged without refitting (`{path.stem}.md`, per line and length). About "
+                  f"{level_label(1 - confidence)} of the rows fail by chance if the laws are right.", "",
+                  markdown_table(_counts(rows, ("statistic", "scheme", "law"))), ""]
     return lines

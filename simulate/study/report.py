@@ -26,7 +26,7 @@ from simulate.claims import CLAIMS, Interval, Kind
 from simulate.claims.judgement import level_label
 from simulate.study.analysis import (calibration_table, levels_table, load_models, points_table, trends_table,
                                      VERSION_COLUMNS)
-from simulate.study.tables import REPORT_FILES, write_tables
+from simulate.study.tables import write_tables
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import GrowthClass, Verdict

@@ -31,7 +31,8 @@ option (``steps``) as well as a Setting field::
 
 ``stability = f`` adds the swept option ``steps = [round(f N), N]``: every model is also
 trained, with a whole schedule of its own, for ``round(f N)`` steps, and each verdict at ``N``
-is compared with the same verdict at ``round(f N)`` (:mod:`simulate.study.stability`).
+is tested for a change: the statistic's change between the two lengths, paired by seed, with its
+interval (``stable`` where it is within a fraction of the level, :mod:`simulate.claims.along_axes`).
 ``tune_lr`` adds the swept field ``lr`` over the grid; a study with it is *tuned*: its models
 are those at each cell's chosen rate (:mod:`simulate.study.tuning`), and ``lr`` is no cell of
 its own (LNS and Pre-LN are compared each at its own rate). ``tune_lr_beyond`` lists rates

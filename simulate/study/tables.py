@@ -76,7 +76,8 @@ def trend_frame(judgements, fields) -> pd.DataFrame:
     """One row per trend judgement (module docstring); ``fields``: every field a group may fix, in order."""
     rows = []
     for j in judgements:
-        reference = j.claim.reference.trend if j.claim.reference and j.claim.reference.trend is not None else math.nan
+        reference = j.claim.reference_trend(j.axis)
+        reference = math.nan if reference is None else reference
         rows.append({"claim": j.claim.id, "source": j.claim.source, "statistic": j.statistic,
                      "scheme": "-".join(j.claim.schemes), "axis": j.axis, **{f: j.group.get(f) for f in fields},
                      "group": ", ".join(f"{k}={v}" for k, v in j.group.items()) or "all", "line": j.line, "n": j.n,

@@ -81,10 +81,13 @@ def _started_at(point: Point) -> str:
     if point.workdir is None:
         return now
     marker = Path(point.workdir) / _STARTED
-    if marker.is_file():
-        return marker.read_text().strip()
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(marker, now + "\n")
+    try:
+        if marker.is_file():
+            return marker.read_text().strip()
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(marker, now + "\n")
+    except OSError:  # an unusable workdir: the task fails on it and says why, in the record
+        pass
     return now
 
 

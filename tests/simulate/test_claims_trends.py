@@ -227,7 +227,7 @@ def _old_rule(x: np.ndarray, y: np.ndarray) -> float:
 def test_the_calibration_s_endpoint_rule_is_the_old_rule():
     """simulate.claims.calibration._endpoint_rule, vectorised, gives the old rule's p study by study."""
     values = _studies(np.random.default_rng(40), 200, 3, 2.0)  # (studies, k, seeds)
-    _, p = _endpoint_rule([values[:, i, :] for i in range(DEPTHS.size)], LOG_DEPTHS, ALPHA)
+    _, p = _endpoint_rule([values[:, i, :] for i in range(DEPTHS.size)], LOG_DEPTHS)
     written = np.array([_old_rule(*_models(study)) for study in values])
     np.testing.assert_allclose(p, written, rtol=1e-9, atol=1e-15)  # the same statistics to rounding
     assert 0.2 < float(np.mean(written < ALPHA)) < 0.6  # the control is switched on in these studies
@@ -239,7 +239,7 @@ def test_negative_control_the_endpoint_rule_gives_false_verdicts_under_a_cell_ef
     the endpoints, whose Welch test takes the seeds for replicates of the trend. It must fail: more than
     ``above`` false verdicts per trend, far above nominal."""
     values = _studies(np.random.default_rng(41 + int(ratio) + 7 * seeds), STUDIES, seeds, ratio)
-    _, p = _endpoint_rule([values[:, i, :] for i in range(DEPTHS.size)], LOG_DEPTHS, ALPHA)
+    _, p = _endpoint_rule([values[:, i, :] for i in range(DEPTHS.size)], LOG_DEPTHS)
     label = f"endpoint rule, ratio {ratio:g}, {seeds} seeds"
     with pytest.raises(AssertionError, match="endpoint rule"):
         assert_rate_at_most(p < ALPHA, label)

@@ -22,7 +22,7 @@ from simulate.study.across_depth import PredictionError, prediction_table
 from simulate.study.atlas import ATLAS_DIR
 from simulate.study.cli import main as study_main
 from simulate.study.point_table import last_step_layers
-from simulate.study.preregistration import judge_prediction, model_start, write_prediction
+from simulate.study.preregistration import PROVENANCE_COLUMNS, judge_prediction, model_start, write_prediction
 from simulate.study.spec import load_study
 from simulate.sweep.store import encode_point, read_point, write_point
 from theory.verdicts import BlindTest
@@ -110,7 +110,7 @@ def test_the_prediction_file_says_what_made_it(predicted):
     _, out, path = predicted
     table = pd.read_csv(path)
     assert set(table["depth"]) == {32, 2} and set(table["line"]) == {"trained"}
-    assert table[["commit", "code", "data", "made_at"]].notna().all().all() and table["code"].nunique() == 1
+    assert table[list(PROVENANCE_COLUMNS)].notna().all().all() and table["code"].nunique() == 1
     assert (table["low"] < table["estimate"]).all() and (table["estimate"] < table["high"]).all()
     assert set(table["fitted_depths"]) == {"4 8 16"} and "var_last" in set(table["statistic"])
     assert (out / "prediction-L32.md").is_file()

@@ -42,8 +42,9 @@ from theory.meanfield.softmax_rows import key_norm_nodes, rope_rotate
 from theory.meanfield.tables import KernelTable
 
 __all__ = ["WIDTH_LAWS", "WIDTH_LAW_CHOICE", "FINITE_WIDTH_MIN", "AUTO_MAX_WIDTH", "AUTO_MAX_TOKENS", "SEM_TARGET",
-           "MAX_DRAW_WORK", "resolve_width_law", "add_width_law_argument", "check_width_law", "sample_cosine_nodes",
-           "mean_sample_cosine", "smoothed_kernel", "sampled_attention", "attention_nodes", "FiniteWidth"]
+           "MAX_DRAW_WORK", "FIRST_DRAW_WORK", "resolve_width_law", "add_width_law_argument", "check_width_law",
+           "sample_cosine_nodes", "mean_sample_cosine", "smoothed_kernel", "sampled_attention", "attention_nodes",
+           "FiniteWidth"]
 
 WIDTH_LAWS = ("mean-field", "finite-width", "auto")
 WIDTH_LAW_CHOICE = Choice(*WIDTH_LAWS)
