@@ -22,12 +22,12 @@ from paper_figs.studies import atlas_name
 from simulate.study.atlas import atlas_results, atlas_studies
 from theory.verdicts import Verdict
 
-__all__ = ["TREND_COLUMNS", "words", "shipped_models", "models_sentence", "study_overview", "trend_table",
+__all__ = ["SHOWN_TREND_COLUMNS", "words", "shipped_models", "models_sentence", "study_overview", "trend_table",
            "verdict_counts", "extrapolation_laws"]
 
 # The columns of a trend a reader needs, in order; those a report lacks are left out.
-TREND_COLUMNS = ("claim", "scheme", "axis", "group", "line", "slope per e-fold", "direction", "verdict", "stability",
-                 "n", "failed", "pending", "shape", "crossing")
+SHOWN_TREND_COLUMNS = ("claim", "scheme", "axis", "group", "line", "slope per e-fold", "direction", "verdict",
+                       "stability", "n", "failed", "pending", "shape", "crossing")
 
 
 def words(value) -> str:
@@ -86,12 +86,12 @@ def study_overview(folder) -> pd.DataFrame:
 
 def trend_table(trends: pd.DataFrame) -> pd.DataFrame:
     """Every trend as a reader reads it: the slope per e-fold with its interval in one column, the columns of
-    :data:`TREND_COLUMNS` that the report has, and '' (not NaN) where a trend has no value."""
+    :data:`SHOWN_TREND_COLUMNS` that the report has, and '' (not NaN) where a trend has no value."""
     out = trends.copy()
     out["slope per e-fold"] = [f"{r.slope:.3g} [{r.low:.3g}, {r.high:.3g}]" if math.isfinite(r.low)
                                else (f"{r.slope:.3g}" if math.isfinite(r.slope) else "")
                                for r in trends.itertuples()]
-    out = out[[c for c in TREND_COLUMNS if c in out]]
+    out = out[[c for c in SHOWN_TREND_COLUMNS if c in out]]
     return out.astype(object).map(words).reset_index(drop=True)
 
 

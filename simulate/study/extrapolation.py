@@ -86,8 +86,8 @@ from simulate.study.point_table import last_step_layers
 from theory.meanfield.bridge import bridge_profile
 
 __all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "INCREMENT_TERMS", "FIRST_TERMS", "PAPER_SIZES", "INFORMATIVE",
-           "BridgeLaw", "GrowthLaw", "IncrementLaw", "LawError", "ExtrapolationTest", "bridge_samples", "fit_law",
-           "fit_growth_law", "fit_increment_law", "formula", "predict_profile", "profile_errors", "fitted_range",
+           "where", "BridgeLaw", "GrowthLaw", "IncrementLaw", "LawError", "ExtrapolationTest", "bridge_samples",
+           "fit_law", "fit_growth_law", "fit_increment_law", "formula", "predict_profile", "profile_errors", "fitted_range",
            "extrapolation_test", "error_intervals", "paper_predictions"]
 
 BLOCK_TERMS = ("1", "log l", "l/L", "log sigma", "log d", "log steps")
@@ -98,6 +98,12 @@ FIRST_TERMS = ("1", "log d", "log steps")
 # 1B and 7B runs are this project's reading, stated in docs/studies.md).
 PAPER_SIZES = (("LLaMA-130M", 768, 12, 20_000), ("LLaMA-1B", 2048, 24, 100_000), ("7B", 4096, 32, 150_000))
 INFORMATIVE = math.log(10.0)  # a prediction interval wider than +-log 10 on log var_L says nothing: no extrapolation
+
+
+def where(field: str, value) -> str:
+    """A held-out slice in the papers' symbols: ``L=64``, ``d=256``, ``steps=4000``."""
+    symbol = {"depth": "L", "width": "d", "steps": "steps"}[field]
+    return f"{symbol}={value:g}"
 
 
 def formula(terms, values) -> str:
@@ -427,8 +433,7 @@ def extrapolation_test(samples: pd.DataFrame, held_out: float, fit=fit_law, infe
     slices = {steps: list(held[held["steps"] == steps].groupby(["seed", "depth", "width", "steps"]).size().index
                           .droplevel("seed")) for steps in lengths}
     predictions = _bootstrap_predictions(fit, fitting, slices, inference) if slices else {}
-    symbol = {"depth": "L", "width": "d", "steps": "steps"}[field]
-    blind = tuple(_judge_slice(name, f"{symbol}={held_out:g}" + (f", steps={steps:g}" if field != "steps" else ""),
+    blind = tuple(_judge_slice(name, where(field, held_out) + (f", steps={steps:g}" if field != "steps" else ""),
                                errors[errors["steps"] == steps], predictions[steps], inference) for steps in lengths)
     return ExtrapolationTest(law, field, held_out, errors, fit_value,
                              profile_errors(law, fitting[fitting[field] == fit_value]), blind, fitted_range(fitting))

@@ -39,7 +39,7 @@ from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
 from simulate.study.analysis import distinct_models
 from simulate.study.extrapolation import (INFORMATIVE, LawError, bridge_samples, error_intervals,
                                           extrapolation_test, fit_growth_law, fit_increment_law, fit_law, formula,
-                                          paper_predictions)
+                                          paper_predictions, where)
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import BlindTest, GrowthClass
@@ -81,12 +81,7 @@ def _held_out_depth(depth_study, models, keys: set) -> tuple[int, int]:
     return (tested[0] if tested else planned), planned
 
 
-_SYMBOL = {"depth": "L", "width": "d", "steps": "steps"}
 SECOND_SLICES = {"width": "the widest models", "steps": "the longest-trained models"}  # the second blind tests
-
-
-def _where(field: str, value) -> str:
-    return f"{_SYMBOL[field]}={value:g}"
 
 
 def _blind_rows(judgements, kind: str) -> list[dict]:
@@ -129,7 +124,7 @@ def _second_tests(samples, law_name, fit, inference) -> tuple[list[str], list[di
         try:
             result = extrapolation_test(samples, values[-1], fit, inference, field=field, name=law_name)
         except LawError as error:
-            lines += [f"**Second blind test, {title} ({_where(field, values[-1])}): no law** ({error}).", ""]
+            lines += [f"**Second blind test, {title} ({where(field, values[-1])}): no law** ({error}).", ""]
             continue
         lines += _blind_lines(result.blind, f"Second blind test, {title}", inference.confidence)
         rows += _blind_rows(result.blind, f"blind test ({field})")

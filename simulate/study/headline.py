@@ -23,6 +23,7 @@ import pandas as pd
 
 from simulate.claims.definitions import QUESTIONS
 from simulate.claims.judgement import Interval, level_label
+from simulate.study.report import stability_words
 from simulate.study.tables import at_full_length, read_study
 from theory.cli import markdown_table
 
@@ -38,10 +39,7 @@ def _interval(row) -> str:
 
 
 def _stability(row) -> str:
-    if row.stability is None:
-        return "not compared"
-    change = Interval(row.change, row.change_low, row.change_high)
-    return f"{row.stability} (change {change.format()})"
+    return stability_words(row) or "not compared"
 
 
 def _rates(tuning: pd.DataFrame | None) -> dict[tuple[str, int], str]:

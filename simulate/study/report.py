@@ -31,7 +31,7 @@ from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import GrowthClass, Verdict
 
-__all__ = ["EPOCH_WARNING", "Written", "write_reports", "study_markdown"]
+__all__ = ["EPOCH_WARNING", "Written", "write_reports", "study_markdown", "stability_words"]
 
 EPOCH_WARNING = 2.0
 
@@ -173,12 +173,12 @@ def _trend_section(trends: pd.DataFrame) -> list[str]:
         "models": [f"{r.n}" + (f" ({r.failed} failed)" if r.failed else "") + (f" ({r.pending} pending)"
                    if r.pending else "") for r in trends.itertuples()],
         "shape": trends["shape"], "crossing": trends["crossing"],
-        "stability": [_stability_words(r) for r in trends.itertuples()]})
+        "stability": [stability_words(r) for r in trends.itertuples()]})
     return ["", "## Trends", "", markdown_table(table)]
 
 
-def _stability_words(row) -> str:
-    """``stable (change +0.01 [-0.02, 0.04])``, or '' for a row without a change."""
+def stability_words(row) -> str:
+    """``stable (change +0.01 [-0.02, 0.04])`` of a levels' or trends' row, or '' for a row without a change."""
     if row.stability is None:
         return ""
     return f"{row.stability} (change {_interval(row.change, row.change_low, row.change_high)})"
@@ -199,7 +199,7 @@ def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[st
             table["mean [CI]"] = [_interval(r.mean, r.low, r.high) for r in rows.itertuples()]
             table["verdict"] = rows["verdict"].map(lambda v: "" if v is None or v is Verdict.NO_DIRECTION else str(v))
             table["detectable at 80 %"] = [f"{v:.3g}" if v == v else "" for v in rows["detectable"]]
-            table["stability"] = [_stability_words(r) for r in rows.itertuples()]
+            table["stability"] = [stability_words(r) for r in rows.itertuples()]
             if rows["growth_class"].notna().any():
                 table["growth class"] = rows["growth_class"].map(lambda v: "" if v is None else str(v)).to_numpy()
             if rows["detail"].astype(bool).any():
