@@ -87,8 +87,8 @@ from theory.meanfield.bridge import bridge_profile
 
 __all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "INCREMENT_TERMS", "FIRST_TERMS", "PAPER_SIZES", "INFORMATIVE",
            "where", "BridgeLaw", "GrowthLaw", "IncrementLaw", "LawError", "ExtrapolationTest", "bridge_samples",
-           "fit_law", "fit_growth_law", "fit_increment_law", "formula", "predict_profile", "profile_errors", "fitted_range",
-           "extrapolation_test", "error_intervals", "paper_predictions"]
+           "fit_law", "fit_growth_law", "fit_increment_law", "formula", "predict_profile", "profile_errors",
+           "fitted_range", "extrapolation_test", "error_intervals", "paper_predictions"]
 
 BLOCK_TERMS = ("1", "log l", "l/L", "log sigma", "log d", "log steps")
 GROWTH_TERMS = ("1", "l/L", "log d", "log steps")
