@@ -170,7 +170,11 @@ def phase_figure(results=ATLAS_DIR):
         log_axis(ax, points["lr"], "lr")
         ax.set_ylabel("held-out loss (nats/byte)")
         ax.set_title(f"{SCHEME_LABELS[scheme]}: held-out loss against the rate", fontsize=8)
-    place_legend(axes[1, 1])
+    entries = {}  # every depth either panel drew, in the styles' order (a deeper cell may have one scheme only)
+    for ax in axes[1]:
+        entries.update((label, handle) for handle, label in zip(*ax.get_legend_handles_labels()))
+    labels = [f"L={int(depth)}" for depth in styles if f"L={int(depth)}" in entries]
+    place_legend(axes[1, 1], handles=[entries[label] for label in labels], labels=labels)
     figure_legend(fig, _key(texts), ncol=1)
     fig.suptitle(f"learning rate x depth ({note})\n{study_caption(results, name)}", fontsize=8)
     return fig
