@@ -22,7 +22,8 @@ from simulate.study.across_depth import PredictionError, prediction_table
 from simulate.study.atlas import ATLAS_DIR
 from simulate.study.cli import main as study_main
 from simulate.study.point_table import last_step_layers
-from simulate.study.preregistration import PROVENANCE_COLUMNS, judge_prediction, model_start, write_prediction
+from simulate.study.preregistration import (PROVENANCE_COLUMNS, judge_prediction, judged_summary, model_start,
+                                            write_prediction)
 from simulate.study.spec import load_study
 from simulate.sweep.store import encode_point, read_point, write_point
 from theory.verdicts import BlindTest
@@ -144,3 +145,17 @@ def test_models_that_started_after_the_commit_are_judged_on_the_committed_file(p
     assert one["n"] == 1 and one["measured"] == pytest.approx(expected, rel=1e-12), one
     assert one["high"] < 1e9, "judged on the committed interval, not the edited one"
     assert (one["blind_test"] == str(BlindTest.PASSES)) == bool(one["low"] <= one["measured"] <= one["high"])
+
+
+def test_the_readme_summary_counts_each_law_s_rows_and_says_when_nothing_was_judged(tmp_path):
+    """``judged_summary``: passes, failures and pending rows per law at the file's level; a file whose rows carry
+    no blind test (nothing could be judged) reads "Not judged"."""
+    rows = pd.DataFrame({"statistic": ["var_last"] * 3, "scheme": ["pre"] * 3, "law": ["power"] * 3,
+                         "confidence": [0.9] * 3,
+                         "blind_test": [str(BlindTest.PASSES), str(BlindTest.FAILS), str(BlindTest.PENDING)]})
+    rows.to_csv(tmp_path / "prediction-L64-judged.csv", index=False)
+    rows.assign(blind_test="").to_csv(tmp_path / "prediction-L128-judged.csv", index=False)
+    text = "\n".join(judged_summary(tmp_path))
+    assert "| var_last | pre | power | 1 passes, 1 fails, 1 pending |" in text, text
+    assert "Each row a 90 % prediction interval" in text and "About 10 % of the rows fail" in text, text
+    assert "## Pre-registered prediction `prediction-L128`\n\nNot judged: see `prediction-L128-judged.md`." in text, text
