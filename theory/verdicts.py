@@ -87,6 +87,7 @@ class BlindTest(Word):
     PASSES_UNINFORMATIVE = "passes, uninformative"
     FAILS = "fails"
     PENDING = "pending"
+    NOT_TESTABLE = "not testable"  # its models will never exist (a fixed rate's seeds where the cell chose another)
 
 
 class Stability(Word):

@@ -17,7 +17,9 @@ committed* (``git show``), never refitting:
 - each row is judged on the model it names (``judged_on``: the tuning seed's model, or the mean
   of every seed's), on its line (the fixed rate written in the file, or the cell's chosen rate):
   :class:`BlindTest` ``passes`` when the measured value lies inside the interval, ``fails`` when
-  not, ``pending`` while a model is missing.
+  not, ``pending`` while a model is missing, ``not testable`` where its models will never be
+  trained (the fixed line at a depth whose cell chose another rate: only the tuning seed, at the
+  full length, trains the fixed rate there).
 
 Each row is a prediction interval at the study's confidence (95 % by default) of its own: if
 every law were right, about one row in twenty would fail by chance at 95 %, and rows of one law
@@ -220,9 +222,22 @@ def judge_prediction(path, study, out) -> Judged:
         return Judged(path.stem, written.assign(measured=math.nan, n=0, blind_test=""), commit, first, problem)
     chosen = {p.key for p in study.sweep.points}
     measured = [_measured(row, every, chosen) for row in written.itertuples()]
-    verdicts = [str(_blind_test(row, value, n)) for row, (value, n) in zip(written.itertuples(), measured)]
+    verdicts = [str(BlindTest.NOT_TESTABLE if _never_trained(row, study) else _blind_test(row, value, n))
+                for row, (value, n) in zip(written.itertuples(), measured)]
     return Judged(path.stem, written.assign(measured=[v for v, _ in measured], n=[n for _, n in measured],
                                             blind_test=verdicts), commit, first, "")
+
+
+def _never_trained(row, study) -> bool:
+    """Whether a fixed-line row waits for models no one will train: a cell at its depth chose another rate than
+    the row's, so only the tuning seed at the full length trains the fixed rate there."""
+    full = study.stability[1] if study.stability else row.steps
+    on_tuning_seed = any(row.judged_on == f"seed {seed}" for seed in study.tune_seeds) and row.steps == full
+    if row.line != "fixed" or on_tuning_seed:
+        return False
+    rates = dict(zip(row.scheme.split("-"), (row.lr, row.lr_second)))
+    chosen = {(p.setting.scheme, p.setting.lr) for p in study.sweep.points if p.setting.depth == row.depth}
+    return any({lr for s, lr in chosen if s == scheme} - {rate} for scheme, rate in rates.items())
 
 
 def _blind_test(row, value: float, n: int) -> BlindTest:
@@ -267,14 +282,18 @@ def write_judgements(studies, out) -> list[Judged]:
     return judged
 
 
-def _counts(rows: pd.DataFrame, by=("statistic", "scheme", "law", "line", "steps")) -> pd.DataFrame:
-    """Passes, failures and pending rows per group of ``by``."""
-    tested = (BlindTest.PASSES, BlindTest.FAILS, BlindTest.PENDING)
+def _counts(rows: pd.DataFrame, by=("depth", "statistic", "scheme", "law", "line", "steps")) -> pd.DataFrame:
+    """Passes, failures and pending rows per group of ``by`` (and the rows not testable, where there are any)."""
+    tested = (BlindTest.PASSES, BlindTest.FAILS, BlindTest.PENDING, BlindTest.NOT_TESTABLE)
     words = rows.assign(blind_test=[BlindTest.parse(v) if isinstance(v, str) and v else None
                                     for v in rows["blind_test"]])
-    return (words.groupby(list(by), sort=False)["blind_test"]
-            .agg(lambda verdicts: ", ".join(f"{sum(v is t for v in verdicts)} {t}" for t in tested))
-            .reset_index().rename(columns={"blind_test": "rows"}))
+
+    def count(verdicts) -> str:
+        counts = {t: sum(v is t for v in verdicts) for t in tested}
+        return ", ".join(f"{n} {t}" for t, n in counts.items() if n or t is not BlindTest.NOT_TESTABLE)
+
+    return words.groupby(list(by), sort=False)["blind_test"].agg(count).reset_index().rename(
+        columns={"blind_test": "rows"})
 
 
 def judged_summary(folder) -> list[str]:
@@ -292,5 +311,5 @@ def judged_summary(folder) -> list[str]:
                   f"Each row a {level_label(confidence)} prediction interval committed before the models started "
                   f"(`{name}.md`); judged without refitting (`{path.stem}.md`, per line and length). About "
                   f"{level_label(1 - confidence)} of the rows fail by chance if the laws are right.", "",
-                  markdown_table(_counts(rows, ("statistic", "scheme", "law"))), ""]
+                  markdown_table(_counts(rows, ("depth", "statistic", "scheme", "law"))), ""]
     return lines

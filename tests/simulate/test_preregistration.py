@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -150,13 +151,30 @@ def test_models_that_started_after_the_commit_are_judged_on_the_committed_file(p
 def test_the_readme_summary_counts_each_law_s_rows_and_says_when_nothing_was_judged(tmp_path):
     """``judged_summary``: passes, failures and pending rows per law at the file's level; a file whose rows carry
     no blind test (nothing could be judged) reads "Not judged"."""
-    rows = pd.DataFrame({"statistic": ["var_last"] * 3, "scheme": ["pre"] * 3, "law": ["power"] * 3,
-                         "confidence": [0.9] * 3,
+    rows = pd.DataFrame({"depth": [64] * 3, "statistic": ["var_last"] * 3, "scheme": ["pre"] * 3,
+                         "law": ["power"] * 3, "confidence": [0.9] * 3,
                          "blind_test": [str(BlindTest.PASSES), str(BlindTest.FAILS), str(BlindTest.PENDING)]})
     rows.to_csv(tmp_path / "prediction-L64-judged.csv", index=False)
     rows.assign(blind_test="").to_csv(tmp_path / "prediction-L128-judged.csv", index=False)
     text = "\n".join(judged_summary(tmp_path))
-    assert "| var_last | pre | power | 1 passes, 1 fails, 1 pending |" in text, text
+    assert "| 64 | var_last | pre | power | 1 passes, 1 fails, 1 pending |" in text, text
     assert "Each row a 90 % prediction interval" in text and "About 10 % of the rows fail" in text, text
     not_judged = "## Pre-registered prediction `prediction-L128`\n\nNot judged: see `prediction-L128-judged.md`."
     assert not_judged in text, text
+
+
+def test_a_fixed_rate_row_whose_cell_chose_another_rate_is_not_testable():
+    """Where L = 2 chose 3e-3 and the fixed rate is 1e-2, only the tuning seed at the full length trains 1e-2:
+    its row is tested, the mean over seeds and the shorter length never can be (not left "pending")."""
+    from simulate.study.preregistration import _never_trained
+
+    point = lambda lr: SimpleNamespace(setting=SimpleNamespace(scheme="lns", lr=lr, depth=2))  # noqa: E731
+    study = SimpleNamespace(stability=(2000, 4000), tune_seeds=(0,), sweep=SimpleNamespace(points=[point(3e-3)]))
+    row = lambda judged_on, steps, line="fixed", lr=1e-2: SimpleNamespace(  # noqa: E731
+        line=line, judged_on=judged_on, steps=steps, scheme="lns", lr=lr, lr_second=math.nan, depth=2)
+    assert not _never_trained(row("seed 0", 4000), study)
+    assert _never_trained(row("mean of 3 seeds", 4000), study) and _never_trained(row("seed 0", 2000), study)
+    assert not _never_trained(row("mean of 3 seeds", 4000, lr=3e-3), study)  # the rate the cell chose
+    assert not _never_trained(row("mean of 3 seeds", 4000, line="tuned"), study)
+    pending = SimpleNamespace(stability=(2000, 4000), tune_seeds=(0,), sweep=SimpleNamespace(points=[]))
+    assert not _never_trained(row("mean of 3 seeds", 4000), pending), "a cell still tuning may yet choose it"
