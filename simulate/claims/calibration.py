@@ -30,7 +30,7 @@ Each study is drawn from one seeded generator: the table is the same on every ma
 >>> from simulate.claims.definitions import CLAIMS
 >>> from simulate.claims.judgement import TrendDesign
 >>> design = TrendDesign((4.0, 8.0, 16.0, 32.0), (3, 3, 3, 3), 1.0, 2.0)
->>> trend = Trend(claim=CLAIMS["p2-depth-jac"], direction=-1, design=design, line="trained")
+>>> trend = Trend(claim=CLAIMS["p2-depth-jac"], axis="depth", direction=-1, design=design, line="trained")
 >>> table = calibrate([trend], Inference(), studies=200)
 >>> rates = table[table["claim"] == "p2-depth-jac"].set_index("scenario")["rate"]
 >>> rates.round(3).to_dict()  # a cell effect 1.3 times the seeds' spread: the old rule's false verdicts
@@ -148,10 +148,10 @@ def _family_rates(rng, trends, inference: Inference, scenario: str, studies: int
 
 
 def calibrate(trends, inference: Inference = Inference(), studies: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """The calibration table (module docstring) of a family ``trends`` (each with ``claim``, ``direction``,
-    ``design`` and ``line``: a :class:`~simulate.claims.judgement.TrendJudgement`); one row per scenario and
-    trend, and a ``family`` row per scenario (any false verdict). Under ``papers' effect`` the claims with a
-    reference are drawn at it, the others at 0, and only the former are shown."""
+    """The calibration table (module docstring) of a family ``trends`` (each with ``claim``, ``axis``,
+    ``direction``, ``design`` and ``line``: a :class:`~simulate.claims.judgement.TrendJudgement`); one row per
+    scenario and trend, and a ``family`` row per scenario (any false verdict). Under ``papers' effect`` the claims
+    with a reference along their axis are drawn at it, the others at 0, and only the former are shown."""
     rng = np.random.default_rng(seed)
     rows = []
     if not trends:  # no direction verdict to calibrate (two axis values, or no claimed direction)
