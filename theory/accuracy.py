@@ -9,7 +9,7 @@ resolve it (without a numerical blow-up), and the cell where the worst was measu
 
 >>> print(measured_bound("preln-init", "var", "transformer", scheme="pre", width_law="finite-width").sentence())
 the accuracy map (accuracy-map, finite-width law): within noise in 5 of 5 resolved pre transformer cells, median error 0.47%, worst 0.64% (pre d=64 T=16 acausal, layer 37)
->>> measured_bound("preln-init", "var", "transformer", scheme="pre", width_law="mean-field") is None  # none since the rebuild
+>>> measured_bound("preln-init", "var", "transformer", width_law="mean-field") is None  # none since the rebuild
 True
 """
 
