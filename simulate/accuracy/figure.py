@@ -42,7 +42,7 @@ def good_share(table: pd.DataFrame) -> pd.DataFrame:
     """
     curve = table["law"].astype(str) + " : " + table["metric"].astype(str)
     resolved = table["accuracy"].map(lambda c: c.resolved).astype(bool)
-    good = table["accuracy"].map(lambda c: c in _GOOD).astype(float).where(resolved)  # NaN: not resolved, left out of the share
+    good = table["accuracy"].map(lambda c: c in _GOOD).astype(float).where(resolved)  # NaN: left out of the share
     keys = [curve.rename("curve"), table["block"]]
     return pd.DataFrame({"share": good.groupby(keys, sort=True).mean(),  # one group per (curve, block)
                          "resolved": resolved.groupby(keys, sort=True).sum(),
