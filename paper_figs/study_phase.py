@@ -111,13 +111,14 @@ def phase_cells(levels: pd.DataFrame, points: pd.DataFrame, scheme: str) -> pd.D
     return pd.DataFrame(out, columns=["depth", "lr", "text", "exponent"])
 
 
-def _heatmap(fig, ax, cells: pd.DataFrame, scheme: str) -> None:
+def _heatmap(ax, cells: pd.DataFrame, scheme: str, vmax: float):
+    """One scheme's cells coloured by their polynomial exponent on the scale ``[0, vmax]``; the image."""
     depths, lrs = sorted(cells["depth"].unique()), sorted(cells["lr"].unique())
     grid = cells.pivot(index="depth", columns="lr", values="exponent").reindex(index=depths, columns=lrs)
     ax.set_facecolor("0.85")  # cells that are not polynomial stay grey, named by their text
     ax.grid(False)
     mesh = ax.imshow(grid.to_numpy(float), origin="lower", aspect="auto", cmap="viridis", interpolation="nearest",
-                     vmin=0.0, vmax=max(2.0, float(np.nanmax(grid.to_numpy(float), initial=0.0))))
+                     vmin=0.0, vmax=vmax)
     for r in cells.itertuples():
         i, j = depths.index(r.depth), lrs.index(r.lr)
         if r.text == NOT_TRIED:
@@ -130,7 +131,7 @@ def _heatmap(fig, ax, cells: pd.DataFrame, scheme: str) -> None:
     ax.set_xlabel(AXIS_LABELS["lr"])
     ax.set_ylabel(AXIS_LABELS["depth"])
     ax.set_title(f"{SCHEME_LABELS[scheme]}: growth class of the trained variance", fontsize=8)
-    fig.colorbar(mesh, ax=ax, label="polynomial exponent p")
+    return mesh
 
 
 def _key(texts: set) -> list:
@@ -155,11 +156,13 @@ def phase_figure(results=ATLAS_DIR):
     else:
         (levels, points, note), name = _tuning_phase(results), "depth"
     fig, axes = new_figure(ncols=2, nrows=2, width=3.9, height=2.9)
-    texts = set()
-    for ax, scheme in zip(axes[0], ("pre", "lns")):
-        cells = phase_cells(levels, points, scheme)
-        texts |= set(cells["text"])
-        _heatmap(fig, ax, cells, scheme)
+    cells = {scheme: phase_cells(levels, points, scheme) for scheme in ("pre", "lns")}
+    texts = set().union(*(set(c["text"]) for c in cells.values()))
+    vmax = max(2.0, *(float(np.nanmax(c["exponent"].to_numpy(float), initial=0.0)) for c in cells.values()))
+    for ax, scheme in zip(axes[0], cells):  # one colour scale: the same p is the same colour in both panels
+        mesh = _heatmap(ax, cells[scheme], scheme, vmax)
+    # beside the right panel, in the margin the loss legend below it keeps (a layout colorbar would go past it)
+    fig.colorbar(mesh, cax=axes[0, 1].inset_axes([1.04, 0.0, 0.05, 1.0]), label="polynomial exponent p")
     styles = depth_styles(points["depth"].unique())
     axes[1, 1].sharey(axes[1, 0])
     for ax, scheme in zip(axes[1], ("pre", "lns")):
