@@ -2,8 +2,10 @@
 
 The copy holds what the reports read and nothing else: each point file with its long table's
 ``value`` and ``sem`` stored as float32 (the trained models compute in float32; seven digits)
-in zstd-compressed Parquet, ``summary.csv``, each study's ``spec.toml`` (the text of the spec
-given, so a study folder holding only copied points exports too); then the reports are
+in zstd-compressed Parquet, ``summary.csv`` (one row per model the studies' next round would run,
+finished or pending, written from the points' records, not copied: the study directory's is the last
+round's that ended, which an interrupted or partial run leaves stale), each study's ``spec.toml`` (the
+text of the spec given, so a study folder holding only copied points exports too); then the reports are
 written again from the copy (:func:`simulate.study.report.write_reports`), so that they are
 exactly what the copy gives. The run directories (weights, checkpoints, scores' CSVs) stay
 behind. ``results/atlas`` is such a copy.
@@ -17,13 +19,12 @@ models, whichever rate it will choose.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from simulate.study.runner import write_specs
+from simulate.study.runner import round_sweep, write_specs
 from simulate.study.tuning import unplanned_points
-from simulate.sweep.store import (POINTS_DIR, SUMMARY, encode_point, finished_records, point_path, read_point,
-                                  write_point)
+from simulate.sweep.store import (POINTS_DIR, encode_point, finished_records, point_path, read_point, summary_table,
+                                  write_point, write_summary)
 
 __all__ = ["export_study_points"]
 
@@ -44,7 +45,8 @@ def export_study_points(studies, out, dest) -> int:
         compact = table.astype({"value": "float32", "sem": "float32"})
         write_point(dest, key, encode_point(record, compact, compression="zstd"))
     (dest / POINTS_DIR).mkdir(parents=True, exist_ok=True)
-    if (out / SUMMARY).is_file():  # a sweep writes it when it ends (an interrupted study may have none yet)
-        shutil.copy2(out / SUMMARY, dest / SUMMARY)
+    sweep = round_sweep(studies, out)  # written for the copy: out's own may be an interrupted round's, or none
+    shown = [p for p in sweep.points if p.key not in superseded - keys]
+    write_summary(dest, summary_table(shown, finished_records(out, [p.key for p in shown]), sweep.axis_fields))
     write_specs(studies, dest)
     return len(records)

@@ -93,7 +93,7 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
            "keep" if provisional else "") + ".", "",
         "What is here: each study's spec as it ran (`NAME/spec.toml`), its reports (`study.md`, `levels.csv`, "
         "`trends.csv`, `points.parquet`), the variance laws (`extrapolation.md`, `.csv`) when a study runs along "
-        "depth, `summary.csv` when the last run reached its end, and one long table per model "
+        "depth, `summary.csv` (a row per model, finished or pending), and one long table per model "
         "(`points/KEY.parquet`, values in float32, zstd); no weights."
         + (" `reanalysis.md`: the verdicts that changed when these models were re-analysed by a later claims "
            "engine (old -> new, and why)." if (Path(folder) / "reanalysis.md").is_file() else ""), "",

@@ -29,7 +29,7 @@ from simulate.sweep import SweepReport, run_sweep
 from simulate.sweep.spec import Sweep
 from theory.files import write_text_atomic
 
-__all__ = ["RUNS_DIR", "ORDERS", "union_sweep", "point_cost", "write_specs", "run_studies"]
+__all__ = ["RUNS_DIR", "ORDERS", "union_sweep", "round_sweep", "point_cost", "write_specs", "run_studies"]
 
 RUNS_DIR = "runs"
 ORDERS = ("longest", "cheapest")  # the order the points run in (module docstring)
@@ -83,6 +83,19 @@ def union_sweep(studies: list[Study], out: Path, order: str = "longest", first=f
                  fields)
 
 
+def round_sweep(studies: list[Study], out: Path, order: str = "longest") -> Sweep:
+    """The points one round of :func:`run_studies` runs, given what ``out`` holds: every study's, a tuned
+    study's as far as its cells have chosen (:func:`~simulate.study.tuning.resolve_studies`), the models that
+    tune a rate (:func:`~simulate.study.tuning.tuning_points`) ahead of the others."""
+    if not any(study.tuned for study in studies):
+        return union_sweep(studies, out, order)
+    tuning = [dataclasses.replace(study, sweep=dataclasses.replace(study.sweep,
+                                                                   points=tuple(tuning_points(study, out))))
+              for study in studies if study.tuned]
+    return union_sweep([*tuning, *resolve_studies(studies, out)], out, order,
+                       first=frozenset(p.key for s in tuning for p in s.sweep.points))
+
+
 def write_specs(studies: list[Study], out: Path) -> None:
     """Each study's spec text to ``DIR/NAME/spec.toml`` (the record of what ran)."""
     for study in studies:
@@ -111,11 +124,7 @@ def run_studies(studies: list[Study], out: str | Path, *, engine: str = "local",
         return run_sweep(union_sweep(studies, out, order), out, **engine_options)
     reports, seen = [], set()
     while True:
-        tuning = [dataclasses.replace(study, sweep=dataclasses.replace(study.sweep,
-                                                                       points=tuple(tuning_points(study, out))))
-                  for study in studies if study.tuned]
-        sweep = union_sweep([*tuning, *resolve_studies(studies, out)], out, order,
-                            first=frozenset(p.key for s in tuning for p in s.sweep.points))
+        sweep = round_sweep(studies, out, order)
         keys = {p.key for p in sweep.points}
         if reports and keys <= seen:
             break

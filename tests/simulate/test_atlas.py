@@ -26,6 +26,7 @@ from simulate.claims import CLAIMS, STATISTICS, model_statistics
 from simulate.study.provenance import results_readme
 from simulate.study.tables import REPORT_FILES
 from simulate.study.tuning import planned_points, resolve_tuning, unplanned_points
+from simulate.sweep.store import read_summary
 
 ATLASES = {"atlas": ATLAS_DIR, "atlas-400-steps": EARLY_ATLAS_DIR}
 
@@ -59,6 +60,13 @@ def test_every_study_is_shipped_with_what_it_rests_on(atlas):
             assert results.points["seed"].nunique() == 3 and set(results.points["scheme"]) == {"pre", "lns"}
             assert set(zip(results.trends["claim"], results.trends["axis"])) == expected, name
             assert ok[list(STATISTICS)].notna().any().all(), f"{name}: a statistic is missing from every model"
+    summary = read_summary(folder)  # the last run's table: what the shipped points are, not an older run's
+    assert set(summary.loc[summary["status"] == "ok", "point"]) == finished, f"{folder}/summary.csv is stale"
+    shipped = pd.concat(read_study(folder, name).points for name in studies).drop_duplicates("point")
+    code = shipped.set_index("point")["code"]
+    stale = {key: version for key, version in summary.set_index("point")["code"].dropna().items()
+             if key in code.index and not str(code[key]).startswith(str(version)[:8])}
+    assert not stale, f"{folder}/summary.csv names other code than the points' records: {stale}"
     readme = (folder / "README.md").read_text()
     unknown = sum(planned_points(study, folder)[1] for study in studies.values())
     count = f"**{len(finished & planned)} of the {len(planned) + unknown} models**"

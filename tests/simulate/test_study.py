@@ -354,6 +354,13 @@ def test_an_export_from_copied_points_alone_is_the_same(tiny_study, tmp_path):
     assert (again / "tiny" / "spec.toml").read_text() == (first / "tiny" / "spec.toml").read_text()
     for file in ("levels.csv", "trends.csv"):
         pd.testing.assert_frame_equal(pd.read_csv(again / "tiny" / file), pd.read_csv(first / "tiny" / file))
+    # summary.csv is written from the points' records: "copied" has none, and a point gone from it reads pending
+    pd.testing.assert_frame_equal(read_summary(again), read_summary(first))
+    gone = study.sweep.points[0].key
+    (copied / "points" / f"{gone}.parquet").unlink()
+    assert study_main([spec, "--out", str(copied), "--report-only", "--export", str(tmp_path / "third")]) == 0
+    status = read_summary(tmp_path / "third").set_index("point")["status"]
+    assert status[gone] == "pending" and (status.drop(gone) == "ok").all(), status
 
 
 def test_a_results_readme_counts_what_is_pending(tiny_study, tmp_path):
