@@ -3,9 +3,10 @@
 The copy holds what the reports read and nothing else: each point file with its long table's
 ``value`` and ``sem`` stored as float32 (the trained models compute in float32; seven digits)
 in zstd-compressed Parquet, ``summary.csv`` (one row per model the studies' next round would run,
-finished or pending, written from the points' records, not copied: the study directory's is the last
-round's that ended, which an interrupted or partial run leaves stale), each study's ``spec.toml`` (the
-text of the spec given, so a study folder holding only copied points exports too); then the reports are
+finished or pending, and per other model copied; written from the points' records, not copied: the
+study directory's is the last round's that ended, which an interrupted or partial run leaves stale),
+each study's ``spec.toml`` (the text of the spec given, so a study folder holding only copied points
+exports too); then the reports are
 written again from the copy (:func:`simulate.study.report.write_reports`), so that they are
 exactly what the copy gives. The run directories (weights, checkpoints, scores' CSVs) stay
 behind. ``results/atlas`` is such a copy.
@@ -19,6 +20,7 @@ models, whichever rate it will choose.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from simulate.study.runner import round_sweep, write_specs
@@ -45,8 +47,13 @@ def export_study_points(studies, out, dest) -> int:
         compact = table.astype({"value": "float32", "sem": "float32"})
         write_point(dest, key, encode_point(record, compact, compression="zstd"))
     (dest / POINTS_DIR).mkdir(parents=True, exist_ok=True)
-    sweep = round_sweep(studies, out)  # written for the copy: out's own may be an interrupted round's, or none
-    shown = [p for p in sweep.points if p.key not in superseded - keys]
+    # written for the copy (out's own may be an interrupted round's, or none): the next round's models, then the
+    # copied ones no round plans yet (a tuning cell's seeds at a rate it has not yet chosen)
+    sweep = round_sweep(studies, out)
+    planned = {p.key for p in sweep.points}
+    copied = {p.key: p for study in studies for p in (study.candidates or study.sweep).points
+              if p.key in records and p.key not in planned}
+    shown = [dataclasses.replace(p, index=i) for i, p in enumerate([*sweep.points, *copied.values()])]
     write_summary(dest, summary_table(shown, finished_records(out, [p.key for p in shown]), sweep.axis_fields))
     write_specs(studies, dest)
     return len(records)
