@@ -54,6 +54,6 @@ def export_study_points(studies, out, dest) -> int:
     copied = {p.key: p for study in studies for p in (study.candidates or study.sweep).points
               if p.key in records and p.key not in planned}
     shown = [dataclasses.replace(p, index=i) for i, p in enumerate([*sweep.points, *copied.values()])]
-    write_summary(dest, summary_table(shown, finished_records(out, [p.key for p in shown]), sweep.axis_fields))
+    write_summary(dest, summary_table(shown, records, sweep.axis_fields))  # a model not copied reads pending
     write_specs(studies, dest)
     return len(records)

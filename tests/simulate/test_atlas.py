@@ -45,9 +45,11 @@ def test_every_study_is_shipped_with_what_it_rests_on(atlas):
     planned = {p.key for study in studies.values() for p in planned_points(study, folder)[0]}
     waiting = {p.key for study in studies.values() for p in unplanned_points(study, folder)[1]} - planned
     assert studies and finished <= planned | waiting, finished - planned - waiting  # superseded: not shipped
+    shipped = []  # each study's points table
     for name, study in studies.items():
         assert all((folder / name / file).is_file() for file in REPORT_FILES), name
         results = read_study(folder, name)
+        shipped.append(results.points)
         assert len(results.points) == len(study.sweep.points), name
         status = results.points.set_index("point")["status"]
         assert set(status[status != "pending"].index) == finished & {p.key for p in study.sweep.points}, name
@@ -60,10 +62,9 @@ def test_every_study_is_shipped_with_what_it_rests_on(atlas):
             assert results.points["seed"].nunique() == 3 and set(results.points["scheme"]) == {"pre", "lns"}
             assert set(zip(results.trends["claim"], results.trends["axis"])) == expected, name
             assert ok[list(STATISTICS)].notna().any().all(), f"{name}: a statistic is missing from every model"
-    summary = read_summary(folder)  # the last run's table: what the shipped points are, not an older run's
+    summary = read_summary(folder)  # written by the export from the shipped points' records, not an older run's
     assert set(summary.loc[summary["status"] == "ok", "point"]) == finished, f"{folder}/summary.csv is stale"
-    shipped = pd.concat(read_study(folder, name).points for name in studies).drop_duplicates("point")
-    code = shipped.set_index("point")["code"]
+    code = pd.concat(shipped).drop_duplicates("point").set_index("point")["code"]
     stale = {key: version for key, version in summary.set_index("point")["code"].dropna().items()
              if key in code.index and not str(code[key]).startswith(str(version)[:8])}
     assert not stale, f"{folder}/summary.csv names other code than the points' records: {stale}"
