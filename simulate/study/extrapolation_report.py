@@ -235,7 +235,7 @@ def write_extrapolation(studies, out) -> Path | None:
              f"Laws fitted on {fitted} trained models of {', '.join(s.name for s in studies)} (the recipe of study "
              f"`{depth_study.name}`) without depth L={held_out}, which is predicted"
              + ("" if held_out == planned else f" (the deepest depth with two finished models of each scheme: "
-                f"L={planned} is not trained yet)") + ". Per scheme, three laws of one model's profile: the bridge "
+                f"L={planned} has fewer so far)") + ". Per scheme, three laws of one model's profile: the bridge "
              "law (a law for the bridge strengths a_l, b_l, run through the bridge recursion), the growth law (each "
              "block's log growth factor at its relative depth; added after the bridge law had missed the atlas's "
              "L=32 models, so its error at L=32 is not a blind test) and the increment law (each block's log "

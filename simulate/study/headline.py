@@ -71,8 +71,8 @@ def _level_question(question, levels, trends, rates) -> list[str]:
                            "answer": question.answers.get(r.verdict, str(r.verdict)),
                            "detectable at 80 %": f"{r.detectable:.3g}" if pd.notna(r.detectable) else "",
                            "stability": _stability(r), "models": int(r.n),
-                           **({"rate LNS / Pre-LN": f"{rates.get(('lns', int(r.depth)), '?')} / "
-                                                    f"{rates.get(('pre', int(r.depth)), '?')}"} if rates else {})}
+                           **({"rate LNS / Pre-LN": f"{rates.get(('lns', int(r.depth)), 'tuning')} / "
+                                                    f"{rates.get(('pre', int(r.depth)), 'tuning')}"} if rates else {})}
                           for r in rows.itertuples()])
     return [markdown_table(table), "", *_trend_line(trends, claim, question.answers)]
 

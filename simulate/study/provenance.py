@@ -89,8 +89,8 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         f"{len(distinct) + unknown - len(records)} are pending, and every report, trend and figure says so. A model "
         "shared by two studies is counted once"
         + (f"; {unknown} of the pending models train at a learning rate still being tuned" if unknown else "")
-        + (f"; {provisional} more models here belong to cells still tuning, trained at a rate the cell may not "
-           "keep" if provisional else "") + ".", "",
+        + (f"; {provisional} more {'model here belongs' if provisional == 1 else 'models here belong'} to cells "
+           "still tuning, trained at a rate the cell may not keep" if provisional else "") + ".", "",
         "What is here: each study's spec as it ran (`NAME/spec.toml`), its reports (`study.md`, `levels.csv`, "
         "`trends.csv`, `points.parquet`), the variance laws (`extrapolation.md`, `.csv`) when a study runs along "
         "depth, `summary.csv` (a row per model, finished or pending), and one long table per model "

@@ -77,6 +77,13 @@ def test_every_study_is_shipped_with_what_it_rests_on(atlas):
     assert len(cells) == len(studies) and all(line in readme for line in cells), "README: the cells are stale"
     if "depth" in studies and studies["depth"].sweep.points:  # a tuned study: once a cell has chosen its rate
         assert (folder / "extrapolation.md").is_file() and (folder / "extrapolation.csv").is_file()
+    if "depth" in studies and studies["depth"].tuned:  # the headline names each scheme's rate, or "tuning"
+        tuning = pd.read_csv(folder / "depth" / "tuning.csv")
+        schemes_chosen = tuning[tuning["chosen"]].groupby("depth")["scheme"].nunique()  # (depths,)
+        pruning = readme.split("### 2.")[1].split("###")[0]  # the headline's rows per depth, rates last
+        for row in (line.split("|") for line in pruning.splitlines() if line[:3].strip("| ").isdigit()):
+            still_tuning = schemes_chosen.get(int(row[1]), 0) < tuning["scheme"].nunique()
+            assert ("tuning" in row[-2]) == still_tuning, f"README: the rates of depth {row[1]}: {row[-2]}"
 
 
 @pytest.mark.parametrize("atlas, name", [("atlas-400-steps", "width"), ("atlas", "depth")])

@@ -164,7 +164,7 @@ def test_the_extrapolation_predicts_the_deepest_depth_that_has_finished(tiny_stu
     deeper = load_study(_spec(tmp_path, depths="2, 4, 8"))
     partial = write_extrapolation([deeper], out).read_text()
     assert "without depth L=4, which is predicted (the deepest depth with two finished models of each scheme: " \
-           "L=8 is not trained yet)." in partial
+           "L=8 has fewer so far)." in partial
     write_extrapolation([study], out)  # the fixture's own report again
 
 
