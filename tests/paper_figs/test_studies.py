@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 
 def test_every_study_depth_panel_has_a_title_and_the_variance_panels_share_y(built):
@@ -102,3 +103,13 @@ def test_variance_profiles_draw_their_interval_for_every_depth(built):
         assert sorted(int(line.get_label()[2:]) for line in lines) == _shipped_depths(scheme=scheme), ax.get_title()
         assert len(ax.collections) == len(lines), ("one 95 % band per depth", ax.get_title())
     assert "95 % t band" in fig.get_suptitle() and "results/atlas" in fig.get_suptitle(), fig.get_suptitle()
+
+
+@pytest.mark.parametrize("name", ["study_depth", "study_pruning"])
+def test_the_depth_legend_names_every_depth_either_scheme_drew(built, name):
+    """One legend for both schemes' panels: a depth only one scheme has trained (a cell still tuning) is named."""
+    _, fig = built(name)
+    panels = fig.axes[:2]  # Pre-LN's and LNS's panels, one line per depth
+    drawn = {line.get_label() for ax in panels for line in ax.get_lines() if line.get_label().startswith("L=")}
+    legend = [text.get_text() for text in panels[1].get_legend().get_texts()]
+    assert legend == sorted(drawn, key=lambda label: int(label[2:])), (name, legend, sorted(drawn))
