@@ -37,8 +37,8 @@ from simulate.runtime.versions import ROOT
 from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results, atlas_studies
 
 __all__ = ["SCHEME_LABELS", "SCHEME_COLORS", "AXIS_LABELS", "study_depth", "study_pruning", "study_lns_gain",
-           "depth_figure", "pruning_figure", "lns_gain_figure", "gain_labels", "axis_band", "errorbars", "log_axis",
-           "depth_styles", "atlas_name", "study_caption"]
+           "depth_figure", "pruning_figure", "lns_gain_figure", "gain_labels", "axis_band", "errorbars",
+           "depth_legend", "log_axis", "depth_styles", "atlas_name", "study_caption"]
 
 SCHEME_LABELS = {"pre": "Pre-LN", "lns": "LNS"}
 SCHEME_COLORS = {"pre": "C0", "lns": "C3"}
@@ -117,12 +117,14 @@ def errorbars(ax, band: pd.DataFrame, axis: str, **style) -> None:
     ax.errorbar(x, mean, yerr=np.nan_to_num(yerr), marker="o", markersize=3, capsize=2, lw=1, **style)
 
 
-def _depth_legend(panels) -> None:
-    """One legend beside the last of ``panels`` with every depth drawn in any of them (``L=...`` lines), in
-    order of depth: a depth one scheme has not trained yet still names the other's line."""
-    lines = {line.get_label(): line for ax in panels for line in ax.get_lines() if line.get_label().startswith("L=")}
-    labels = sorted(lines, key=lambda label: int(label.removeprefix("L=")))
-    place_legend(panels[-1], handles=[lines[label] for label in labels], labels=labels)
+def depth_legend(panels) -> None:
+    """One legend beside the last of ``panels`` with every depth drawn in any of them (artists labelled
+    ``L=...``: lines or error bars), in order of depth: a depth one scheme has not trained yet (a deeper cell
+    still tuning) still names the other scheme's artist."""
+    entries = {label: handle for ax in panels for handle, label in zip(*ax.get_legend_handles_labels())
+               if label.startswith("L=")}
+    labels = sorted(entries, key=lambda label: int(label.removeprefix("L=")))
+    place_legend(panels[-1], handles=[entries[label] for label in labels], labels=labels)
 
 
 def log_axis(ax, values, axis: str) -> None:
@@ -171,7 +173,7 @@ def depth_figure(results=ATLAS_DIR):
         ax.set_xlabel(r"layer $\ell$")
         ax.set_ylabel(f"stream variance {METRIC_LABELS['var']}")
         ax.set_title(f"{SCHEME_LABELS[scheme]}: variance, trained (y shared)", fontsize=8)
-    _depth_legend(axes[0, :2])
+    depth_legend(axes[0, :2])
     for ax, (statistic, title, label) in zip([axes[0, 2], *axes[1]], _DEPTH_PANELS):
         for scheme in ("pre", "lns"):
             errorbars(ax, axis_band(points, statistic, "depth", scheme), "depth", color=SCHEME_COLORS[scheme],
@@ -204,7 +206,7 @@ def pruning_figure(results=ATLAS_DIR):
         ax.set_xlabel("relative depth l/L of the deleted block")
         ax.set_ylabel("held-out loss change (nats/byte)")
         ax.set_title(f"{SCHEME_LABELS[scheme]}: pruning one block (P1 Fig. 1)", fontsize=8)
-    _depth_legend(axes[0])
+    depth_legend(axes[0])
     fig.suptitle("mean over seeds of the loss change when one block is deleted\n"
                  + study_caption(results, "depth"), fontsize=8)
     return fig

@@ -22,9 +22,9 @@ import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
 from paper_figs.legends import figure_legend
-from paper_figs.studies import (AXIS_LABELS, SCHEME_LABELS, axis_band, depth_styles, errorbars, log_axis,
-                                study_caption)
-from paper_figs.style import place_legend, save_figure, new_figure
+from paper_figs.studies import (AXIS_LABELS, SCHEME_LABELS, axis_band, depth_legend, depth_styles, errorbars,
+                                log_axis, study_caption)
+from paper_figs.style import save_figure, new_figure
 from simulate.claims import CLAIMS, Kind, growth_summary
 from simulate.claims.along_axes import IDENTIFIABLE_BLOCKS
 from simulate.study.atlas import ATLAS_DIR, atlas_results, atlas_studies
@@ -173,11 +173,7 @@ def phase_figure(results=ATLAS_DIR):
         log_axis(ax, points["lr"], "lr")
         ax.set_ylabel("held-out loss (nats/byte)")
         ax.set_title(f"{SCHEME_LABELS[scheme]}: held-out loss against the rate", fontsize=8)
-    entries = {}  # every depth either panel drew, in the styles' order (a deeper cell may have one scheme only)
-    for ax in axes[1]:
-        entries.update((label, handle) for handle, label in zip(*ax.get_legend_handles_labels()))
-    labels = [f"L={int(depth)}" for depth in styles if f"L={int(depth)}" in entries]
-    place_legend(axes[1, 1], handles=[entries[label] for label in labels], labels=labels)
+    depth_legend(axes[1])  # every depth either panel drew (a deeper cell may have one scheme only)
     figure_legend(fig, _key(texts), ncol=1)
     fig.suptitle(f"learning rate x depth ({note})\n{study_caption(results, name)}", fontsize=8)
     return fig

@@ -105,11 +105,12 @@ def test_variance_profiles_draw_their_interval_for_every_depth(built):
     assert "95 % t band" in fig.get_suptitle() and "results/atlas" in fig.get_suptitle(), fig.get_suptitle()
 
 
-@pytest.mark.parametrize("name", ["study_depth", "study_pruning"])
+@pytest.mark.parametrize("name", ["study_depth", "study_pruning", "study_phase"])
 def test_the_depth_legend_names_every_depth_either_scheme_drew(built, name):
     """One legend for both schemes' panels: a depth only one scheme has trained (a cell still tuning) is named."""
     _, fig = built(name)
-    panels = fig.axes[:2]  # Pre-LN's and LNS's panels, one line per depth
-    drawn = {line.get_label() for ax in panels for line in ax.get_lines() if line.get_label().startswith("L=")}
+    panels = [ax for ax in fig.axes if any(label.startswith("L=") for label in ax.get_legend_handles_labels()[1])]
+    assert len(panels) == 2, (name, [ax.get_title() for ax in panels])  # Pre-LN's and LNS's, an artist per depth
+    drawn = {label for ax in panels for label in ax.get_legend_handles_labels()[1] if label.startswith("L=")}
     legend = [text.get_text() for text in panels[1].get_legend().get_texts()]
     assert legend == sorted(drawn, key=lambda label: int(label[2:])), (name, legend, sorted(drawn))
