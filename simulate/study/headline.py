@@ -38,6 +38,11 @@ def _interval(row) -> str:
     return estimate.format() if estimate.bounded else f"{estimate.format()} (one model)"
 
 
+def _text(value) -> str:
+    """A word column's text: a report read back holds NaN where the writer left the cell empty."""
+    return value if isinstance(value, str) else ""
+
+
 def _stability(row) -> str:
     return stability_words(row) or "not compared"
 
@@ -55,10 +60,11 @@ def _trend_line(trends: pd.DataFrame, claim: str, answers: dict) -> list[str]:
     for t in trends[(trends["claim"] == claim) & (trends["axis"] == "depth")].itertuples():
         answer = answers.get(t.verdict, str(t.verdict))
         p = f", adjusted p {t.p_adjusted:.2g}" if pd.notna(t.p_adjusted) else ""
-        needs = f"; it would need {t.needs}" if t.needs else ""
-        lines.append(f"- As depth grows, line `{t.line}`: **{answer}** (slope per e-fold of depth {_interval(t)}{p}; "
-                     f"detectable at 80 % power: {t.detectable:.3g}{needs}; {t.n} models; cells {t.shape}; "
-                     f"{_stability(t)})" + (f"; {t.crossing}" if t.crossing else "") + ".")
+        detectable = f"; detectable at 80 % power: {t.detectable:.3g}" if pd.notna(t.detectable) else ""
+        needs = f"; it would need {t.needs}" if _text(t.needs) else ""
+        lines.append(f"- As depth grows, line `{t.line}`: **{answer}** (slope per e-fold of depth {_interval(t)}{p}"
+                     f"{detectable}{needs}; {t.n} models; cells {t.shape}; "
+                     f"{_stability(t)})" + (f"; {t.crossing}" if _text(t.crossing) else "") + ".")
     return lines
 
 
