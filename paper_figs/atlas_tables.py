@@ -5,9 +5,6 @@ models (``points/KEY.parquet``, the same records its ``README.md`` is written fr
 :mod:`simulate.study.provenance`), a study's axes, lengths and seeds from its report's points, the
 laws of an extrapolation from its table. Only columns that exist are read, by name, so a report
 that gains columns reads the same.
-
->>> words(float("nan")), words("stable"), words(None)
-('', 'stable', '')
 """
 
 from __future__ import annotations
@@ -20,21 +17,15 @@ import pandas as pd
 
 from paper_figs.studies import atlas_name
 from simulate.study.atlas import atlas_results, atlas_studies
+from simulate.study.tables import words
 from theory.verdicts import Verdict
 
-__all__ = ["SHOWN_TREND_COLUMNS", "words", "shipped_models", "models_sentence", "study_overview", "trend_table",
+__all__ = ["SHOWN_TREND_COLUMNS", "shipped_models", "models_sentence", "study_overview", "trend_table",
            "verdict_counts", "extrapolation_laws"]
 
 # The columns of a trend a reader needs, in order; those a report lacks are left out.
 SHOWN_TREND_COLUMNS = ("claim", "scheme", "axis", "group", "line", "slope per e-fold", "direction", "verdict",
                        "stability", "n", "failed", "pending", "shape", "crossing")
-
-
-def words(value) -> str:
-    """A table's text cell as a reader should see it: '' where the value is missing (NaN or None)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return str(value)
 
 
 def shipped_models(folder) -> dict:

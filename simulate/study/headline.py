@@ -24,7 +24,7 @@ import pandas as pd
 from simulate.claims.definitions import QUESTIONS
 from simulate.claims.judgement import Interval, level_label
 from simulate.study.report import stability_words
-from simulate.study.tables import at_full_length, read_study
+from simulate.study.tables import at_full_length, read_study, words
 from theory.cli import markdown_table
 
 __all__ = ["headline_section"]
@@ -36,11 +36,6 @@ def _interval(row) -> str:
     if pd.isna(estimate.estimate):
         return ""
     return estimate.format() if estimate.bounded else f"{estimate.format()} (one model)"
-
-
-def _text(value) -> str:
-    """A word column's text: a report read back holds NaN where the writer left the cell empty."""
-    return value if isinstance(value, str) else ""
 
 
 def _stability(row) -> str:
@@ -61,10 +56,10 @@ def _trend_line(trends: pd.DataFrame, claim: str, answers: dict) -> list[str]:
         answer = answers.get(t.verdict, str(t.verdict))
         p = f", adjusted p {t.p_adjusted:.2g}" if pd.notna(t.p_adjusted) else ""
         detectable = f"; detectable at 80 % power: {t.detectable:.3g}" if pd.notna(t.detectable) else ""
-        needs = f"; it would need {t.needs}" if _text(t.needs) else ""
+        needs = f"; it would need {t.needs}" if words(t.needs) else ""
         lines.append(f"- As depth grows, line `{t.line}`: **{answer}** (slope per e-fold of depth {_interval(t)}{p}"
                      f"{detectable}{needs}; {t.n} models; cells {t.shape}; "
-                     f"{_stability(t)})" + (f"; {t.crossing}" if _text(t.crossing) else "") + ".")
+                     f"{_stability(t)})" + (f"; {t.crossing}" if words(t.crossing) else "") + ".")
     return lines
 
 

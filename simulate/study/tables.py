@@ -17,6 +17,12 @@ downstream compares words as strings. Columns: docs/formats.md#simulate-study.
 Traceback (most recent call last):
 ...
 ValueError: levels.csv, column verdict: 'hold' is not a Verdict word: one of holds, holds as a bound, holds approximately, ...
+
+A text column read back (``shape``, ``crossing``, ``needs``, ``direction``) holds NaN where its
+writer left the cell empty; :func:`words` gives what a reader should see:
+
+>>> words(float("nan")), words("stable"), words(None)
+('', 'stable', '')
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from theory.files import atomic_write
 from theory.verdicts import GrowthClass, Stability, Verdict
 
 __all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyResults", "level_frame",
-           "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length"]
+           "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length", "words"]
 
 LEVEL_COLUMNS = ("claim", "source", "statistic", "scheme", "n", "mean", "low", "high", "confidence", "method",
                  "verdict", "detectable", "growth_class", "detail", "stability", "change", "change_low",
@@ -98,6 +104,13 @@ def _words_out(frame: pd.DataFrame) -> pd.DataFrame:
         if column in out:
             out[column] = [str(v) if v is not None and v == v else "" for v in out[column]]
     return out
+
+
+def words(value) -> str:
+    """A table's text cell as a reader should see it: '' where the value is missing (NaN or None)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
 
 
 def _parse_words(frame: pd.DataFrame, name: str) -> pd.DataFrame:
