@@ -324,7 +324,7 @@ def _trend(study, claim: Claim, axis: str, group: dict, line: str, members, full
                   pending=sum(m.status == "pending" for m in members if m.scheme in claim.schemes),
                   cells=trend.cells, slope=trend.slope, lack_of_fit=trend.lack_of_fit,
                   direction=None if growth else claim.direction(axis),
-                  shape=f"{trend.shape}; {_growth_shape(x, y)}" if growth else trend.shape,
+                  shape="; ".join(filter(None, (trend.shape, _growth_shape(x, y) if growth else ""))),
                   crossing=describe_crossing(cell_crossing(x, y, study.inference.confidence), axis)
                   if claim.sign is not None and not growth else "",
                   rests_on=_rests_on([m for m in members if m.scheme in claim.schemes]))

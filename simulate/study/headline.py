@@ -13,7 +13,8 @@ A shipped atlas (``results/atlas/README.md``) answers (docs/studies.md#headline-
    the fixed-rate line, with the exponential in ``L`` beside it.)
 
 Each row gives the models it rests on and its stability (the change from the shorter training,
-paired by seed, with its interval). Levels are unadjusted (each a statement about its cell); the
+paired by seed, with its interval), and the values of the fields the study also sweeps (``lr`` in a
+learning-rate x depth study: one row and one trend per rate). Levels are unadjusted (each a statement about its cell); the
 trends' verdicts read the family-adjusted p.
 """
 
@@ -31,11 +32,15 @@ __all__ = ["headline_section"]
 
 
 def _interval(row) -> str:
-    estimate = Interval(row.mean, row.low, row.high) if hasattr(row, "mean") else Interval(row.slope, row.low,
-                                                                                           row.high)
+    """A level's mean or a trend's slope with its interval; where there is none, why: a level on one model, a
+    trend over fewer cells than its fit needs (its error comes from the cells, not the seeds)."""
+    level = hasattr(row, "mean")
+    estimate = Interval(row.mean, row.low, row.high) if level else Interval(row.slope, row.low, row.high)
     if pd.isna(estimate.estimate):
         return ""
-    return estimate.format() if estimate.bounded else f"{estimate.format()} (one model)"
+    if estimate.bounded:
+        return estimate.format()
+    return f"{estimate.format()} ({'one model' if level else f'no interval from {int(row.cells)} cells'})"
 
 
 def _stability(row) -> str:
@@ -50,39 +55,51 @@ def _rates(tuning: pd.DataFrame | None) -> dict[tuple[str, int], str]:
     return {(r.scheme, int(r.depth)): f"{r.lr:g}" + (" (at the edge)" if r.edge else "") for r in chosen.itertuples()}
 
 
-def _trend_line(trends: pd.DataFrame, claim: str, answers: dict) -> list[str]:
+def _held_fields(study, table: pd.DataFrame) -> list[str]:
+    """The fields held along a depth trend that take more than one value in ``table`` (``lr`` of a learning
+    rate x depth study; not the stability twins' ``steps``, one value at the full length)."""
+    return [f for f in study.group_fields("depth") if f in table and table[f].nunique() > 1]
+
+
+def _held_values(row, held: list[str]) -> dict[str, str]:
+    values = {field: getattr(row, field) for field in held}
+    return {field: value if isinstance(value, str) else f"{value:g}" for field, value in values.items()}
+
+
+def _trend_line(trends: pd.DataFrame, claim: str, answers: dict, held: list[str]) -> list[str]:
     lines = []
     for t in trends[(trends["claim"] == claim) & (trends["axis"] == "depth")].itertuples():
         answer = answers.get(t.verdict, str(t.verdict))
+        at = "".join(f" at {field} = {value}" for field, value in _held_values(t, held).items())
         p = f", adjusted p {t.p_adjusted:.2g}" if pd.notna(t.p_adjusted) else ""
         detectable = f"; detectable at 80 % power: {t.detectable:.3g}" if pd.notna(t.detectable) else ""
-        needs = f"; it would need {t.needs}" if words(t.needs) else ""
-        lines.append(f"- As depth grows, line `{t.line}`: **{answer}** (slope per e-fold of depth {_interval(t)}{p}"
-                     f"{detectable}{needs}; {t.n} models; cells {t.shape}; "
+        needs = f"; to resolve it: {t.needs}" if words(t.needs) else ""
+        lines.append(f"- As depth grows, line `{t.line}`{at}: **{answer}** (slope per e-fold of depth {_interval(t)}{p}"
+                     f"{detectable}{needs}; {t.n} models; along the cells, {t.shape}; "
                      f"{_stability(t)})" + (f"; {t.crossing}" if words(t.crossing) else "") + ".")
     return lines
 
 
-def _level_question(question, levels, trends, rates) -> list[str]:
+def _level_question(question, levels, trends, rates, held) -> list[str]:
     claim = question.claims[0]
     rows = levels[(levels["claim"] == claim)]
     if rows.empty:
         return []
-    table = pd.DataFrame([{"depth": int(r.depth), "estimate [CI]": _interval(r),
+    table = pd.DataFrame([{**_held_values(r, held), "depth": int(r.depth), "estimate [CI]": _interval(r),
                            "answer": question.answers.get(r.verdict, str(r.verdict)),
                            "detectable at 80 %": f"{r.detectable:.3g}" if pd.notna(r.detectable) else "",
                            "stability": _stability(r), "models": int(r.n),
                            **({"rate LNS / Pre-LN": f"{rates.get(('lns', int(r.depth)), 'tuning')} / "
                                                     f"{rates.get(('pre', int(r.depth)), 'tuning')}"} if rates else {})}
                           for r in rows.itertuples()])
-    return [markdown_table(table), "", *_trend_line(trends, claim, question.answers)]
+    return [markdown_table(table), "", *_trend_line(trends, claim, question.answers, held)]
 
 
-def _growth_question(question, trends) -> list[str]:
+def _growth_question(question, trends, held) -> list[str]:
     rows = []
     for claim in question.claims:
         for t in trends[(trends["claim"] == claim) & (trends["axis"] == "depth")].itertuples():
-            rows.append({"scheme": t.scheme, "line": t.line, "exponent p of var_L ~ L^p [CI]": _interval(t),
+            rows.append({"scheme": t.scheme, "line": t.line, **_held_values(t, held), "exponent p of var_L ~ L^p [CI]": _interval(t),
                          "answer": question.answers.get(t.verdict, str(t.verdict)), "depths": int(t.cells),
                          "models": int(t.n), "stability": _stability(t), "shape and the exponential in L": t.shape})
     return [markdown_table(pd.DataFrame(rows))] if rows else []
@@ -99,10 +116,11 @@ def headline_section(folder, study) -> list[str]:
         return []
     levels, trends = at_full_length(results.levels), at_full_length(results.trends)
     rates = _rates(results.tuning)
+    held = _held_fields(study, levels)
     body = []
     for number, question in enumerate(QUESTIONS, start=1):
-        lines = (_growth_question(question, trends) if len(question.claims) > 1
-                 else _level_question(question, levels, trends, rates))
+        lines = (_growth_question(question, trends, held) if len(question.claims) > 1
+                 else _level_question(question, levels, trends, rates, held))
         if lines:
             body += [f"### {number}. {question.title}", "", *lines, ""]
     if not body:

@@ -127,12 +127,31 @@ def assert_same_report(fresh: pd.DataFrame, shipped: pd.DataFrame, what: str) ->
 @pytest.mark.parametrize("atlas", ATLASES)
 def test_the_headline_written_from_the_shipped_reports_prints_no_missing_value_as_nan(atlas):
     """A report read back holds NaN where its writer left a word or a number out (no design need, no
-    detectable effect for a trend on one model): the headline leaves the clause out instead of printing nan."""
+    detectable effect for a trend over two cells): the headline leaves the clause out instead of printing nan."""
     studies = atlas_studies(ATLASES[atlas])
     lines = [line for study in studies.values() for line in headline_section(ATLASES[atlas], study)]
     assert lines, f"{atlas}: no headline written"
     printed_nan = [line[:160] for line in lines if re.search(r"\bnan\b", line)]
     assert not printed_nan, f"{atlas}: {len(printed_nan)} headline lines print nan: {printed_nan}"
+
+
+@pytest.mark.parametrize("atlas", ATLASES)
+def test_every_headline_row_and_trend_says_which_cell_it_answers_for(atlas):
+    """A study that also sweeps the rate (the 400-step atlas's ``lr_depth``) answers each question once per rate:
+    no two rows of a headline table, and no two trend lines, may read alike but for their numbers."""
+    studies = atlas_studies(ATLASES[atlas])
+    for study in studies.values():
+        text = "\n".join(headline_section(ATLASES[atlas], study))
+        for question in text.split("### ")[1:]:
+            table = [line.split("|")[1:-1] for line in question.splitlines() if line.startswith("| ")]
+            if table:
+                header, rows = table[0], table[2:]  # the header, its rule, then one row per cell
+                names = [i for i, name in enumerate(header) if name.strip() in ("scheme", "line", "depth")
+                         or name.strip() in study.group_fields("depth")]
+                labels = [tuple(row[i].strip() for i in names) for row in rows]
+                assert len(set(labels)) == len(labels), f"{atlas}/{study.name}: rows alike in {header}: {labels}"
+            trends = [line.split(":")[0] for line in question.splitlines() if line.startswith("- As depth grows")]
+            assert len(set(trends)) == len(trends), f"{atlas}/{study.name}: trend lines alike: {trends}"
 
 
 @pytest.mark.parametrize("atlas", ATLASES)
