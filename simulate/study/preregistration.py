@@ -290,10 +290,28 @@ def _counts(rows: pd.DataFrame, by=("depth", "statistic", "scheme", "law", "line
 
     def count(verdicts) -> str:
         counts = {t: sum(v is t for v in verdicts) for t in tested}
-        return ", ".join(f"{n} {t}" for t, n in counts.items() if n or t is not BlindTest.NOT_TESTABLE)
+        always = (BlindTest.PASSES, BlindTest.FAILS)
+        return ", ".join(f"{t} {n}" for t, n in counts.items() if n or t in always)
 
     return words.groupby(list(by), sort=False)["blind_test"].agg(count).reset_index().rename(
         columns={"blind_test": "rows"})
+
+
+def _counts_per_line(rows: pd.DataFrame) -> pd.DataFrame:
+    """:func:`_counts` per depth, statistic, scheme and law, one column per line (``fixed line``, ``tuned
+    line``): the two lines are separate tests, and where a cell chose the fixed rate they judge the same
+    models, so one sum over both would count one failure twice."""
+    keys = ["depth", "statistic", "scheme", "law"]
+    counts = _counts(rows, (*keys, "line"))  # (groups x lines, keys + line + rows)
+    wide = counts.pivot(index=keys, columns="line", values="rows").fillna("")  # (groups, lines)
+    order = counts[keys].drop_duplicates().sort_values("depth", kind="stable")  # first-seen order within a depth
+    wide = wide.loc[pd.MultiIndex.from_frame(order)]
+    return wide.rename(columns=lambda line: f"{line} line").reset_index().rename_axis(columns=None)
+
+
+_LINES = (" The fixed line predicts at each scheme's fixed rate (the one most of its fitted cells chose), the tuned "
+          "line, conditional, at the rate each predicted cell chose: where that is the same rate, both lines judge "
+          "the same models.")
 
 
 def judged_summary(folder) -> list[str]:
@@ -310,6 +328,7 @@ def judged_summary(folder) -> list[str]:
         lines += [f"## Pre-registered prediction `{name}` against the models trained after it", "",
                   f"Each row a {level_label(confidence)} prediction interval committed before the models started "
                   f"(`{name}.md`); judged without refitting (`{path.stem}.md`, per line and length). About "
-                  f"{level_label(1 - confidence)} of the rows fail by chance if the laws are right.", "",
-                  markdown_table(_counts(rows, ("depth", "statistic", "scheme", "law"))), ""]
+                  f"{level_label(1 - confidence)} of the rows fail by chance if the laws are right."
+                  + (_LINES if "fixed" in set(rows["line"]) else ""), "",
+                  markdown_table(_counts_per_line(rows)), ""]
     return lines

@@ -151,13 +151,16 @@ def test_models_that_started_after_the_commit_are_judged_on_the_committed_file(p
 def test_the_readme_summary_counts_each_law_s_rows_and_says_when_nothing_was_judged(tmp_path):
     """``judged_summary``: passes, failures and pending rows per law at the file's level; a file whose rows carry
     no blind test (nothing could be judged) reads "Not judged"."""
-    rows = pd.DataFrame({"depth": [64] * 3, "statistic": ["var_last"] * 3, "scheme": ["pre"] * 3,
-                         "law": ["power"] * 3, "confidence": [0.9] * 3,
-                         "blind_test": [str(BlindTest.PASSES), str(BlindTest.FAILS), str(BlindTest.PENDING)]})
+    verdicts = [str(BlindTest.PASSES), str(BlindTest.FAILS), str(BlindTest.PENDING), str(BlindTest.FAILS)]
+    rows = pd.DataFrame({"depth": [64] * 4, "statistic": ["var_last"] * 4, "scheme": ["pre"] * 4,
+                         "law": ["power"] * 4, "line": ["fixed"] * 3 + ["tuned"], "confidence": [0.9] * 4,
+                         "blind_test": verdicts})
     rows.to_csv(tmp_path / "prediction-L64-judged.csv", index=False)
     rows.assign(blind_test="").to_csv(tmp_path / "prediction-L128-judged.csv", index=False)
     text = "\n".join(judged_summary(tmp_path))
-    assert "| 64 | var_last | pre | power | 1 passes, 1 fails, 1 pending |" in text, text
+    # the lines side by side, never summed: a tuned row on the fixed rate judges the fixed row's models again
+    assert "| depth | statistic | scheme | law | fixed line | tuned line |" in text, text
+    assert "| 64 | var_last | pre | power | passes 1, fails 1, pending 1 | passes 0, fails 1 |" in text, text
     assert "Each row a 90 % prediction interval" in text and "About 10 % of the rows fail" in text, text
     not_judged = "## Pre-registered prediction `prediction-L128`\n\nNot judged: see `prediction-L128-judged.md`."
     assert not_judged in text, text
