@@ -65,16 +65,20 @@ def atlas_name(results) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def study_caption(results, name: str) -> str:
+def study_caption(results, name: str, full_length_only: bool = False) -> str:
     """One line naming the results folder, the study, its training lengths, seeds and learning rates.
 
     Read from the study's points and spec (nothing typed in), e.g.
-    ``results/atlas, study depth: 4000 steps (and 2000: stability), 3 seeds, lr tuned per scheme and cell``.
+    ``results/atlas, study depth: 4000 steps (and 2000: stability), 3 seeds, lr tuned per scheme and cell``;
+    for a figure that draws the full length only (``full_length_only``), ``4000 steps (the 2000-step twins
+    not drawn)``.
     """
     points, study = atlas_results(name, results).points, atlas_studies(results)[name]
     steps = sorted(int(s) for s in points["steps"].unique())
     if study.stability and len(steps) > 1:
-        length = f"{steps[-1]} steps (and {', '.join(map(str, steps[:-1]))}: stability)"
+        shorter = ", ".join(map(str, steps[:-1]))
+        length = (f"{steps[-1]} steps (the {shorter}-step twins not drawn)" if full_length_only
+                  else f"{steps[-1]} steps (and {shorter}: stability)")
     elif "steps" in study.axes:
         length = "steps " + ", ".join(map(str, steps))
     else:
@@ -183,7 +187,8 @@ def depth_figure(results=ATLAS_DIR):
         ax.set_ylabel(label)
     place_legend(axes[1, 2])
     fig.suptitle("P2 Fig. 2 at tiny scale after training: geometric mean over seeds with its 95 % t band "
-                 "(profiles), mean with its 95 % t interval (scores)\n" + study_caption(results, "depth"), fontsize=8)
+                 "(profiles), mean with its 95 % t interval (scores)\n"
+                 + study_caption(results, "depth", full_length_only=True), fontsize=8)
     return fig
 
 
@@ -208,7 +213,7 @@ def pruning_figure(results=ATLAS_DIR):
         ax.set_title(f"{SCHEME_LABELS[scheme]}: pruning one block (P1 Fig. 1)", fontsize=8)
     depth_legend(axes[0])
     fig.suptitle("mean over seeds of the loss change when one block is deleted\n"
-                 + study_caption(results, "depth"), fontsize=8)
+                 + study_caption(results, "depth", full_length_only=True), fontsize=8)
     return fig
 
 
@@ -252,7 +257,8 @@ def lns_gain_figure(results=ATLAS_DIR):
             ax.set_ylabel(ylabel)
     full = max(lengths_drawn, default=None)
     figure_legend(fig, [(Line2D([], [], color=colour, marker="o", markersize=3),
-                         f"{steps} steps" + (" (full length)" if steps == full else " (the same models, stability)"))
+                         f"{steps} steps" + (" (full length)" if steps == full
+                                             else " (twins of the same seeds: stability)"))
                         for steps, colour in sorted(lengths_drawn.items(), reverse=True)] if len(lengths_drawn) > 1
                   else [])
     captions = "\n".join(study_caption(results, name) for name in names)

@@ -114,3 +114,18 @@ def test_the_depth_legend_names_every_depth_either_scheme_drew(built, name):
     drawn = {label for ax in panels for label in ax.get_legend_handles_labels()[1] if label.startswith("L=")}
     legend = [text.get_text() for text in panels[1].get_legend().get_texts()]
     assert legend == sorted(drawn, key=lambda label: int(label[2:])), (name, legend, sorted(drawn))
+
+
+@pytest.mark.parametrize("name, only_full", [("study_depth", True), ("study_pruning", True),
+                                             ("study_lns_gain", False)])
+def test_the_caption_names_the_training_lengths_each_figure_draws(built, name, only_full):
+    """The atlas trains every model at 4000 steps and a 2000-step twin: a figure that draws the full length only
+    says the twins are not drawn; one that draws both lengths (``study_lns_gain``) names both as such."""
+    from simulate.study.atlas import ATLAS_DIR
+
+    _, fig = built(name)
+    steps = sorted(int(s) for s in pd.read_csv(ATLAS_DIR / "summary.csv")["steps"].unique())  # (lengths,)
+    caption = fig.get_suptitle()
+    assert f"{steps[-1]} steps" in caption, caption
+    twins = f"the {steps[0]}-step twins not drawn"
+    assert (twins in caption) == only_full and (f"and {steps[0]}: stability" in caption) != only_full, caption
