@@ -14,8 +14,8 @@ A shipped atlas (``results/atlas/README.md``) answers (docs/studies.md#headline-
 
 Each row gives the models it rests on and its stability (the change from the shorter training,
 paired by seed, with its interval), and the values of the fields the study also sweeps (``lr`` in a
-learning-rate x depth study: one row and one trend per rate). Levels are unadjusted (each a statement about its cell); the
-trends' verdicts read the family-adjusted p.
+learning-rate x depth study: one row and one trend per rate). Levels are unadjusted (each a statement
+about its cell); the trends' verdicts read the family-adjusted p.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ def _growth_question(question, trends, held) -> list[str]:
     rows = []
     for claim in question.claims:
         for t in trends[(trends["claim"] == claim) & (trends["axis"] == "depth")].itertuples():
-            rows.append({"scheme": t.scheme, "line": t.line, **_held_values(t, held), "exponent p of var_L ~ L^p [CI]": _interval(t),
+            rows.append({"scheme": t.scheme, "line": t.line, **_held_values(t, held),
+                         "exponent p of var_L ~ L^p [CI]": _interval(t),
                          "answer": question.answers.get(t.verdict, str(t.verdict)), "depths": int(t.cells),
                          "models": int(t.n), "stability": _stability(t), "shape and the exponential in L": t.shape})
     return [markdown_table(pd.DataFrame(rows))] if rows else []
