@@ -25,7 +25,7 @@ import pandas as pd
 from simulate.claims.definitions import QUESTIONS
 from simulate.claims.judgement import Interval, level_label
 from simulate.study.report import stability_words
-from simulate.study.tables import at_full_length, read_study, words
+from simulate.study.tables import at_full_length, read_study, value_text, words
 from theory.cli import markdown_table
 
 __all__ = ["headline_section"]
@@ -62,8 +62,7 @@ def _held_fields(study, table: pd.DataFrame) -> list[str]:
 
 
 def _held_values(row, held: list[str]) -> dict[str, str]:
-    values = {field: getattr(row, field) for field in held}
-    return {field: value if isinstance(value, str) else f"{value:g}" for field, value in values.items()}
+    return {field: value_text(getattr(row, field)) for field in held}
 
 
 def _trend_line(trends: pd.DataFrame, claim: str, answers: dict, held: list[str]) -> list[str]:

@@ -302,10 +302,9 @@ def _counts_per_line(rows: pd.DataFrame) -> pd.DataFrame:
     line``): the two lines are separate tests, and where a cell chose the fixed rate they judge the same
     models, so one sum over both would count one failure twice."""
     keys = ["depth", "statistic", "scheme", "law"]
-    counts = _counts(rows, (*keys, "line"))  # (groups x lines, keys + line + rows)
-    wide = counts.pivot(index=keys, columns="line", values="rows").fillna("")  # (groups, lines)
-    order = counts[keys].drop_duplicates().sort_values("depth", kind="stable")  # first-seen order within a depth
-    wide = wide.loc[pd.MultiIndex.from_frame(order)]
+    counts = _counts(rows.sort_values("depth", kind="stable"), (*keys, "line"))  # (groups x lines, keys + line + rows)
+    wide = counts.pivot_table(index=keys, columns="line", values="rows", aggfunc="first",
+                              sort=False).fillna("")  # (groups, lines), first-seen order within a depth
     return wide.rename(columns=lambda line: f"{line} line").reset_index().rename_axis(columns=None)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from simulate.study.analysis import distinct_models
 from simulate.study.headline import headline_section
 from simulate.study.preregistration import judged_summary
+from simulate.study.tables import value_text
 from simulate.study.tuning import planned_points, unplanned_points
 from theory.files import atomic_write
 
@@ -28,13 +29,9 @@ __all__ = ["README", "results_readme", "write_results_readme"]
 README = "README.md"
 
 
-def _label(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 def _cell_line(name: str, cells: dict[tuple, tuple[int, int]]) -> str:
     """``- `NAME`: VALUES SCHEME: finished/planned, ...``, the cells in the order of their values."""
-    parts = [f"{'/'.join(_label(v) for v in cell[:-1])} {cell[-1]}: {done}/{planned}"
+    parts = [f"{'/'.join(value_text(v) for v in cell[:-1])} {cell[-1]}: {done}/{planned}"
              for cell, (done, planned) in sorted(cells.items())]
     return f"- `{name}`: {', '.join(parts)}"
 

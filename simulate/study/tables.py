@@ -23,6 +23,11 @@ writer left the cell empty; :func:`words` gives what a reader should see:
 
 >>> words(float("nan")), words("stable"), words(None)
 ('', 'stable', '')
+
+and :func:`value_text` a swept field's value as the reports name it:
+
+>>> value_text(0.003), value_text(64), value_text("lns")
+('0.003', '64', 'lns')
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from theory.files import atomic_write
 from theory.verdicts import GrowthClass, Stability, Verdict
 
 __all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyResults", "level_frame",
-           "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length", "words"]
+           "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length", "words", "value_text"]
 
 LEVEL_COLUMNS = ("claim", "source", "statistic", "scheme", "n", "mean", "low", "high", "confidence", "method",
                  "verdict", "detectable", "growth_class", "detail", "stability", "change", "change_low",
@@ -111,6 +116,11 @@ def words(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     return str(value)
+
+
+def value_text(value) -> str:
+    """A swept field's value as text: a float in its shortest form (``0.003``, not ``0.0030000000000000001``)."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _parse_words(frame: pd.DataFrame, name: str) -> pd.DataFrame:
