@@ -36,7 +36,8 @@ from theory.meanfield.finite_width import add_width_law_argument
 from theory.setting import Setting
 from theory.verdicts import Verdict
 
-__all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "summarize", "approximate_errors", "to_markdown",
+__all__ = ["NOT_AT_INIT", "PROCESS_LAWS", "lemma_settings", "verify", "states_the_lemma", "summarize",
+           "approximate_errors", "to_markdown",
            "main", "init_growth_rows", "judgement_row", "trained_summary", "trained_section", "check_trained_runs",
            "add_trained_rows", "INIT_TITLE",
            "TRAINED_TITLE", "trained_markdown_report", "check_overwrite", "trained_runs", "convergence_table"]
@@ -210,24 +211,35 @@ _VERDICT_ORDER = (Verdict.VIOLATED, Verdict.NOT_MEASURED, Verdict.NO_PREDICTION,
                   Verdict.HOLDS_APPROXIMATELY, Verdict.HOLDS_AS_BOUND, Verdict.HOLDS, Verdict.NOT_APPLICABLE)  # worst first
 
 
-def summarize(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per lemma: the worst verdict over the curves that state the lemma, and how many rows have it.
+def states_the_lemma(table: pd.DataFrame) -> pd.Series:
+    """Which rows of a verify table state their lemma: a lemma's "exact" curves where it has any (for paper
+    statements: their bounds and scalings; "growth": P1's statements judged by growth class), else all its rows.
+    The others are its "approx" curves beside an exact law (mean-field stand-ins the theory uses where no exact law
+    is derived, e.g. the token cosine of an exact variance law), judged apart.
 
-    A lemma's own statement is its "exact" curves where it has any (for paper statements:
-    their bounds and scalings); its "approx" curves (mean-field stand-ins the theory uses
-    where no exact law is derived, e.g. the token cosine of an exact variance law) are
-    summarised apart in ``approx_curves``, so an approximation that is off never reads as
-    the exact law being violated. ``max_abs_z_last`` and ``max_rel_error_last`` are taken
-    at each judged row's last layer, over exact and approximate curves (a loose bound's z
-    says nothing).
+    >>> t = pd.DataFrame({"id": ["a", "a", "b"], "kind": ["exact", "approx", "approx"]})
+    >>> states_the_lemma(t).tolist()
+    [True, False, True]
+    """
+    has_exact = table["kind"].isin(["exact", "growth"]).groupby(table["id"]).transform("any")
+    return ~has_exact | ~table["kind"].eq("approx")
+
+
+def summarize(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per lemma: the worst verdict over the curves that state the lemma (:func:`states_the_lemma`), and how
+    many rows have it.
+
+    A lemma's approximate curves beside an exact law are summarised apart in ``approx_curves``, so an
+    approximation that is off never reads as the exact law being violated. ``max_abs_z_last`` and
+    ``max_rel_error_last`` are taken at each judged row's last layer, over exact and approximate curves (a
+    loose bound's z says nothing).
     """
     import theory
 
     rows = []
     for lemma_id, group in table.groupby("id", sort=False):
-        has_exact = group["kind"].isin(["exact", "growth"]).any()  # growth: P1's statements judged by growth class
-        judged = group[~group["kind"].eq("approx")] if has_exact else group
-        approx = group[group["kind"].eq("approx")] if has_exact else group.iloc[0:0]
+        states = states_the_lemma(group)
+        judged, approx = group[states], group[~states]
         verdicts = [Verdict.parse(v) for v in judged["verdict"]]  # members, or their words read from verify.csv
         worst = min(verdicts, key=lambda v: _VERDICT_ORDER.index(v) if v in _VERDICT_ORDER else 0)
         lemma = theory.LEMMAS.get(lemma_id)
@@ -319,9 +331,9 @@ def init_growth_rows(pending: dict, samples: int) -> list[dict]:
 _TRAINED_SUMMARY = ["id", "where", "statistic", "at step 0", "verdict at step 0", "trained", "verdict trained"]
 
 
-def trained_summary(table: pd.DataFrame) -> pd.DataFrame:
+def trained_summary(table: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """One line per trained claim, runs and statistic: at step 0 beside the end of training (rows with
-    ``stage`` >= 0, from :func:`add_trained_rows`)."""
+    ``stage`` >= 0, from :func:`add_trained_rows`; intervals at ``confidence``)."""
     from simulate.claims.judgement import Interval
 
     rows = table[table["stage"].astype(float) >= 0]
@@ -331,7 +343,7 @@ def trained_summary(table: pd.DataFrame) -> pd.DataFrame:
         first, last = group.iloc[0], group.iloc[-1]
 
         def cell(row) -> tuple[str, str]:
-            return Interval(row["measured"], row["ci_low"], row["ci_high"]).format(), str(row["verdict"])
+            return Interval(row["measured"], row["ci_low"], row["ci_high"], confidence).format(), str(row["verdict"])
 
         init_value, init_verdict = cell(first) if first["stage"] == 0 else ("", "")
         value, verdict = cell(last) if last["stage"] > 0 else ("", "")
@@ -346,7 +358,7 @@ def trained_section(table: pd.DataFrame, confidence: float = CONFIDENCE) -> str:
     then :func:`trained_summary`'s table; its intervals are at ``confidence``."""
     from simulate.claims.judgement import level_label
 
-    summary = trained_summary(table)
+    summary = trained_summary(table, confidence)
     if summary.empty:
         return ""
     lines = [f"- **{r['id']}** {r['statistic']}, {r['where']}: trained {r['trained']} -> {r['verdict trained']}; "
@@ -519,7 +531,7 @@ def main(argv=None) -> int:
         except KeyboardInterrupt as stop:  # nothing is written before the end: nothing half-written
             return _interrupted(prog, stop, out)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
-        print((trained_summary(table) if trained else summarize(table)).to_string(index=False))
+        print((trained_summary(table, args.confidence) if trained else summarize(table)).to_string(index=False))
         if trained:
             print(convergence.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     with deferred_signals() as pending:  # the two reports are written whole, together

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["Word", "Verdict", "GrowthClass", "BlindTest", "Stability", "AccuracyClass"]
+__all__ = ["Word", "Verdict", "Size", "GrowthClass", "BlindTest", "Stability", "AccuracyClass"]
 
 
 class Word(Enum):
@@ -63,12 +63,27 @@ class Verdict(Word):
     NOT_APPLICABLE = "not applicable at init"
     NO_DIRECTION = "no direction claimed"
     TOO_FEW_AXIS_VALUES = "too few axis values"
+    CONFOUNDED = "confounded with the rate"  # a trend whose cells change rate where too few remain to hold it apart
 
     @property
     def judged(self) -> bool:
         """Whether the word is a judgement of the evidence (holds, violated, inconclusive, cannot resolve), not
         the absence of one."""
         return self in (Verdict.HOLDS, Verdict.VIOLATED, Verdict.INCONCLUSIVE, Verdict.UNRESOLVABLE)
+
+
+class Size(Word):
+    """A claim's effect against the size the papers report (``simulate.claims``): the second question of a verdict
+    beside its direction, read from the same interval."""
+
+    AS_LARGE = "as large as the papers say"
+    SMALLER = "in the papers' direction, smaller than they say"
+    SMALLER_UNSIGNED = "smaller than the papers say, direction not resolved"
+    LARGER = "larger than the papers say"
+    OPPOSITE = "opposite to the papers"
+    CANNOT_TELL = "cannot tell"
+    NO_SIZE = "no size given"
+    NOT_MEASURED = "not measured"
 
 
 class GrowthClass(Word):
@@ -93,9 +108,9 @@ class BlindTest(Word):
 class Stability(Word):
     """Whether a statistic holds still between a shorter and the full training length (``simulate.claims``)."""
 
-    STABLE = "stable"
-    MOVES = "moves"
-    UNRESOLVED = "unresolved"
+    STABLE = "stable"  # the change lies inside the claim's declared margin (two one-sided tests)
+    MOVES = "moves"  # the change lies beyond the margin
+    CANNOT_TELL = "cannot tell"  # neither
 
 
 class AccuracyClass(Word):

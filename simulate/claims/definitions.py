@@ -47,7 +47,8 @@ from typing import NamedTuple
 
 from theory.verdicts import Verdict
 
-__all__ = ["SIZE_AXES", "Kind", "Reference", "GrowthRule", "KNOBS", "Claim", "CLAIMS", "applicable_claims",
+__all__ = ["SIZE_AXES", "Kind", "Reference", "perplexity_gain", "Margin", "MARGINS",
+           "GrowthRule", "KNOBS", "Claim", "CLAIMS", "applicable_claims",
            "growth_claim", "sparser", "Question", "QUESTIONS"]
 
 SIZE_AXES = ("depth", "width", "steps")
@@ -63,13 +64,50 @@ class Kind(str, Enum):
 
 
 class Reference(NamedTuple):
-    """The size of an effect a paper reports, in this workbench's units: at one cell (``level``) and per e-fold
-    of depth (``trend``; None where the paper gives none), and where it is read from. The power and the
-    ``design cannot resolve`` verdicts are stated against it (docs/studies.md#what-the-design-can-resolve)."""
+    """The size of an effect a paper reports, in this workbench's units: at one cell (``level``) and the change of
+    the statistic across the papers' comparison (``change``; None where the paper gives none) over ``spans``, the
+    e-folds of each axis that moved in it (``{"depth": log 2}`` for 12 to 24 layers; P1's 130M to 1B moved depth and
+    width together, so both are named), and where it is read from. ``at_least``: the number is a bound the effect
+    reaches (P1's lower bound on growth), not a size. The size question of a verdict is asked against it, and the
+    power and ``design cannot resolve`` are stated against it (docs/studies.md#against-the-papers-size)."""
 
     level: float | None
-    trend: float | None
+    change: float | None
+    spans: dict
     source: str
+    at_least: bool = False
+
+    def trend(self, axis: str) -> float | None:
+        """The papers' slope per e-fold of ``axis``: the whole change read as if ``axis`` alone had moved (None
+        where ``axis`` did not move in the papers' comparison, or the paper gives no change)."""
+        if self.change is None or axis not in self.spans:
+            return None
+        return self.change / self.spans[axis]
+
+    @property
+    def confounded(self) -> str:
+        """'' for a comparison along one axis; else the axes that moved together, in words."""
+        return " and ".join(self.spans) + " moved together" if len(self.spans) > 1 else ""
+
+
+def perplexity_gain(before: float, after: float, loss: float = 1.27) -> float:
+    """A paper's perplexity change as a held-out loss difference of this recipe: ``log(after / before)`` (nats per
+    token) as a share of the paper's loss ``log(before)``, times this recipe's loss of about ``loss`` nats/byte.
+
+    >>> round(perplexity_gain(26.73, 25.76), 4)  # P1's LLaMA-130M, Pre-LN -> LNS
+    -0.0143
+    """
+    return math.log(after / before) / math.log(before) * loss
+
+
+class Margin(NamedTuple):
+    """The change between two training lengths within which a statistic counts as *stable*, declared before the
+    data (docs/studies.md#stability): for a level in the statistic's units, for a trend per e-fold of the axis, and
+    why."""
+
+    level: float
+    trend: float
+    reason: str
 
 
 class GrowthRule(NamedTuple):
@@ -81,6 +119,31 @@ class GrowthRule(NamedTuple):
     exponential: bool
     per_layer_factor: bool
 
+
+_LOG_RATIO = Margin(math.log(1.25), 0.1, "a ratio that moves by less than a quarter, or whose trend moves by less than "
+                   "10 % per e-fold, tells the same story")
+_SHARE = Margin(0.1, 0.05, "a tenth of the blocks (or logged steps), half that per e-fold")
+# The stability margin of each statistic a study judges, in its units (docs/studies.md#stability): fixed from what
+# the statistic means and the papers' sizes, never from the estimate it judges.
+MARGINS = {
+    "val_loss": Margin(0.005, 0.01, "a third of P1's smallest gain (0.014 nats/byte at 130M) and of its growth "
+                                    "(0.031 per e-fold): a smaller change cannot move a verdict against P1's size"),
+    "var_last": Margin(math.log(1.5), 0.25, "half again the variance; a quarter of P1's lower bound's exponent 1 (the "
+                                            "bounds are a whole exponent apart)"),
+    "var_growth": Margin(math.log(1.5), 0.25, "as var_last"),
+    "growth_exponent": Margin(0.25, 0.25, "a quarter of P1's lower bound's exponent 1"),
+    "jac_dev_log_ratio": _LOG_RATIO, "prune_log_ratio": _LOG_RATIO, "prune_deep_log": _LOG_RATIO,
+    "angular_deep_log": _LOG_RATIO, "angular_deep_last_log": _LOG_RATIO,
+    "removable_share": _SHARE, "useful_share": _SHARE, "exponential_step_share": _SHARE,
+    "jac_dev_total": Margin(1.0, 0.5, "one block's worth: a block whose Jacobian is a whole identity away"),
+    "causal_total": Margin(1.0, 0.5, "one block's worth: a skipped block that changes a later block's update by as "
+                                     "much as the update itself"),
+    "permutation_total": Margin(1.0, 0.5, "one block's worth: a swap that changes the loss by its whole value"),
+    "usefulness_log_total": Margin(math.log(1.1), math.log(1.1) / 2, "one block at P2's significance threshold "
+                                                                       "(L_lin / L = 1.1)"),
+    "usefulness_log": Margin(math.log(1.1) / 4, math.log(1.1) / 8, "a quarter of P2's significance threshold "
+                                                                   "(L_lin / L = 1.1) in the mean block"),
+}
 
 # P2's sparsity knobs: the Setting field, its name, and the side that is sparser (P2's direction).
 KNOBS = {"weight_decay": "weight decay", "tokens": "sequence length", "kv_heads": "GQA", "block": "MoE"}
@@ -122,9 +185,13 @@ class Claim:
         return self.sign if axis in SIZE_AXES else None
 
     def reference_trend(self, axis: str) -> float | None:
-        """The papers' slope per e-fold of ``axis``: :attr:`Reference.trend` is per e-fold of depth, so no other
-        axis has one (None there, and where the papers give none)."""
-        return self.reference.trend if self.reference and axis == "depth" else None
+        """The papers' slope per e-fold of ``axis`` (:meth:`Reference.trend`; None where they give none)."""
+        return self.reference.trend(axis) if self.reference else None
+
+    @property
+    def margin(self) -> Margin:
+        """The stability margin of the claim's statistic (:data:`MARGINS`)."""
+        return MARGINS[self.statistic]
 
     @property
     def paired(self) -> bool:
@@ -170,20 +237,26 @@ CLAIMS: dict[str, Claim] = {claim.id: claim for claim in (
           growth=GrowthRule(1.0, 2.0, False, False), lemma="p1-lns"),
     Claim("p1-lns-loss", "P1 Sec. 5 (perplexity 130M 26.73 -> 25.76, 1B 17.02 -> 15.71)", "LNS lowers the "
           "held-out loss: LNS minus Pre-LN < 0", "val_loss", ("lns", "pre"), sign=-1,
-          reference=Reference(-0.014, -0.032, "P1's 130M gain, 1.1 % of its loss, and its growth to 2.8 % at 1B (12 "
-                                              "to 24 layers, read as depth alone), times this recipe's loss of about "
-                                              "1.27 nats/byte")),
+          reference=Reference(perplexity_gain(26.73, 25.76),
+                              perplexity_gain(17.02, 15.71) - perplexity_gain(26.73, 25.76),
+                              {"depth": math.log(24 / 12), "width": math.log(2048 / 768)},
+                              "P1's 130M gain (perplexity 26.73 -> 25.76, 1.1 % of its loss) and its growth to 1B "
+                              "(17.02 -> 15.71, 2.8 %), each times this recipe's loss of about 1.27 nats/byte; 130M to "
+                              "1B goes from 12 to 24 layers and from width 768 to 2048 at once, so the slope per "
+                              "e-fold of either axis reads the whole change as that axis's")),
     Claim("p1-lns-prune", "P1 Sec. 5 (layer pruning under LNS)", "deep LNS blocks matter more than deep Pre-LN "
           "ones: log(deep-half pruning drop LNS / Pre-LN) > 0", "prune_deep_log", ("lns", "pre"), sign=1),
-    Claim("p1-lns-angular", "P1 Sec. 5 (angular distance of deep layers from near 0 to above 0.6)", "LNS raises "
+    Claim("p1-lns-angular", "P1 Sec. 5 (angular distance of deep layers from near 0 to above 0.6; no size: "
+          "'near 0' has no value)", "LNS raises "
           "the angular distance of deep blocks: log(deep-half angular distance LNS / Pre-LN) > 0",
           "angular_deep_log", ("lns", "pre"), sign=1),
     Claim("p1-lns-angular-last", "P1 Sec. 5, as its code measures it (last token)", "the same with the last "
           "token's angular distance: log(LNS / Pre-LN) > 0", "angular_deep_last_log", ("lns", "pre"), sign=1),
     Claim("p2-depth-var-last", "P2 Sec. 2, Fig. 2(a)", "Pre-LN last-layer variance rises with depth",
           "var_last", ("pre",), directions={"depth": 1},
-          reference=Reference(None, 1.0, "P1 Lemma 3.2's lower bound Theta(L): log var_L rises by at least 1 per "
-                                         "e-fold of depth")),
+          reference=Reference(None, 1.0, {"depth": 1.0}, "P1 Lemma 3.2's lower bound Theta(L): log var_L rises by at "
+                                                         "least 1 per e-fold of depth (a bound, not a size)",
+                              at_least=True)),
     Claim("p2-depth-jac", "P2 Sec. 2, Fig. 2(b) and Fig. 3", "Pre-LN ||J - I||_F falls with depth beyond "
           "dilution: the stack's total sum_l ||J_l - I|| falls", "jac_dev_total", ("pre",), directions={"depth": -1}),
     Claim("p2-depth-causal", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN causal score falls with depth beyond dilution: "
@@ -192,8 +265,12 @@ CLAIMS: dict[str, Claim] = {claim.id: claim for claim in (
           "dilution: its total over the blocks falls", "permutation_total", ("pre",), directions={"depth": -1}),
     Claim("p2-depth-usefulness", "P2 Sec. 2, Table 1 (0.75 at L=12 to 0.53 at L=32)", "the share of useful "
           "Pre-LN blocks (log usefulness at least a tenth of the mean block's) falls with depth", "useful_share",
-          ("pre",),
-          directions={"depth": -1}),
+          ("pre",), directions={"depth": -1},
+          reference=Reference(None, 0.53 - 0.75, {"depth": math.log(32 / 12)},
+                              "P2 Table 1: the share of significant blocks 0.75 at 12 layers to 0.53 at 32, depth "
+                              "alone; P2 counts a block significant at L_lin / L above 1.1, this statistic at a tenth "
+                              "of the model's mean block (a threshold that does not dilute as 1/L), so the two shares "
+                              "differ in what they count")),
     Claim("p2-depth-usefulness-ratio", "P2 Sec. 2, Fig. 2(c)", "the Pre-LN usefulness falls with depth beyond "
           "dilution: sum_l log(L_lin/L) falls", "usefulness_log_total", ("pre",), directions={"depth": -1}),
     *_knob_claims("weight_decay", "p2-thm-3", "P2 Theorem 3"),

@@ -63,7 +63,7 @@ import numpy as np
 from scipy import stats
 
 from simulate.claims.judgement import Interval
-from simulate.claims.trends import cells_of, lack_of_fit_p, within_var
+from simulate.claims.trends import cell_means_slope, cells_of, lack_of_fit_p, within_var
 from simulate.engine import CONFIDENCE
 
 __all__ = ["DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law", "law_regressor"]
@@ -146,18 +146,17 @@ def fit_depth_law(depths, values, law: str, confidence: float = CONFIDENCE) -> D
     if cells.x.size < 2:
         return None
     x = law_regressor(law, cells.x)  # (k,)
-    design = np.stack([np.ones_like(x), x], axis=1)  # (k, 2)
-    (intercept, slope), *_ = np.linalg.lstsq(design, cells.mean, rcond=None)
-    within = within_var(cells)
     k = cells.x.size
+    within = within_var(cells)
     if k < MIN_LAW_DEPTHS:
-        return DepthLaw(law, cells.x, cells.mean, cells.n, float(intercept),
-                        Interval(float(slope), confidence=confidence), math.nan, within, math.nan, confidence)
-    residual = cells.mean - design @ np.array([intercept, slope])  # (k,)
-    residual_var = float(residual @ residual) / (k - 2)
-    se = math.sqrt(residual_var * np.linalg.inv(design.T @ design)[1, 1])
-    half = float(stats.t.ppf(0.5 + confidence / 2, k - 2)) * se
-    slope_interval = Interval(float(slope), float(slope) - half, float(slope) + half, confidence, _SLOPE_METHOD, se)
-    return DepthLaw(law, cells.x, cells.mean, cells.n, float(intercept), slope_interval, residual_var, within,
+        centred = x - x.mean()  # (k,) two cells: the line through them, no interval
+        slope = float(cells.mean @ centred / (centred @ centred))
+        intercept = float(cells.mean.mean() - slope * x.mean())
+        return DepthLaw(law, cells.x, cells.mean, cells.n, intercept, Interval(slope, confidence=confidence),
+                        math.nan, within, math.nan, confidence)
+    slope, se, _, residual_var = (float(v) for v in cell_means_slope(x, cells.mean))  # the trends' one line
+    intercept = float(cells.mean.mean() - slope * x.mean())
+    slope_interval = Interval.from_t(slope, se, k - 2, confidence, _SLOPE_METHOD)
+    return DepthLaw(law, cells.x, cells.mean, cells.n, intercept, slope_interval, residual_var, within,
                     lack_of_fit_p(cells, intercept + slope * x), confidence)
 

@@ -43,12 +43,13 @@ from typing import NamedTuple
 import numpy as np
 
 from simulate.claims.definitions import Claim
-from simulate.claims.judgement import Interval, Judgement, t_interval
+from simulate.claims.judgement import Interval, Judgement, level_label, t_interval
 from simulate.engine import CONFIDENCE
 from theory.meanfield.bridge import loglog_slope, var_growth
 from theory.verdicts import GrowthClass, Verdict
 
-__all__ = ["EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "growth_summary", "describe_growth", "judge_growth"]
+__all__ = ["EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "growth_summary", "describe_growth", "growth_verdict",
+           "judge_growth"]
 
 # Exponents this close to a claimed boundary count as on it (linear growth measured as p = 0.97 is linear).
 EXPONENT_TOLERANCE = 0.05
@@ -89,7 +90,7 @@ class GrowthSummary(NamedTuple):
     step_dropped: int = 0
 
 
-def _step_fit(var: np.ndarray):
+def _step_fit(var: np.ndarray, confidence: float):
     """Fit ``var_l/var_{l-1} - 1 = c sigma_{l-1}^(-q)`` over blocks ``l = 2..L``: ``(Interval of q, c, blocks
     left out)`` (log-log slope of the factor). Block 1 is left out: its factor is the lift from the embedding's
     scale to the stream's (6 to 43 in the atlas's trained models), not a block acting on a stream; blocks whose
@@ -98,24 +99,24 @@ def _step_fit(var: np.ndarray):
     factor = var[2:] / var[1:-1] - 1.0  # (L-1,) blocks 2..L
     keep = np.isfinite(factor) & (factor > 0)
     dropped = int((np.isfinite(factor) & (factor <= 0)).sum())
-    fit = loglog_slope(sigma, factor)
+    fit = loglog_slope(sigma, factor, confidence)
     constant = math.nan
     if np.isfinite(fit.slope) and keep.any():
         constant = float(np.exp(np.mean(np.log(factor[keep]) - fit.slope * np.log(sigma[keep]))))
-    return Interval(-fit.slope, -fit.ci_high, -fit.ci_low), constant, dropped
+    return Interval(-fit.slope, -fit.ci_high, -fit.ci_low, confidence), constant, dropped
 
 
 def growth_summary(curves, confidence: float = CONFIDENCE) -> GrowthSummary:
     """Fit every profile of ``curves`` (``(S, L+1)`` or ``(L+1,)``, layer 0 first) and pool over seeds (t intervals
-    at ``confidence``; one curve keeps its fit's own 95 % interval)."""
+    at ``confidence``; one curve keeps its fit's own interval at ``confidence``)."""
     curves = np.atleast_2d(np.asarray(curves, dtype=float))  # (S, L+1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a flat or zero layer: NaN, left out
-        fits = [var_growth(curve) for curve in curves]
-        steps = [_step_fit(curve) for curve in curves]
+        fits = [var_growth(curve, confidence) for curve in curves]
+        steps = [_step_fit(curve, confidence) for curve in curves]
     if len(curves) == 1:  # the fit's own interval (NaN at a bound, open ends 0 and inf)
         poly, expo = fits[0][GrowthClass.POLYNOMIAL], fits[0][GrowthClass.EXPONENTIAL]
-        exponent, rate = Interval(poly.slope, poly.ci_low, poly.ci_high), Interval(expo.slope, expo.ci_low,
-                                                                                      expo.ci_high)
+        exponent = Interval(poly.slope, poly.ci_low, poly.ci_high, confidence)
+        rate = Interval(expo.slope, expo.ci_low, expo.ci_high, confidence)
         step = steps[0][0]
     else:
         exponent = t_interval([f[GrowthClass.POLYNOMIAL].slope for f in fits], confidence)
@@ -167,7 +168,8 @@ def describe_growth(summary: GrowthSummary) -> str:
     test = (f"log(RSS polynomial / exponential) {summary.preference.format('.2f')} over {summary.seeds} seeds"
             if summary.seeds > 1 else "one curve: the smaller residual decides, untested")
     return (f"{main} (relative RSS: polynomial {summary.rss_polynomial:.3g}, exponential "
-            f"{summary.rss_exponential:.3g}; {test}; {summary.layers} blocks, 95% CI)")
+            f"{summary.rss_exponential:.3g}; {test}; {summary.layers} blocks, "
+            f"{level_label(summary.exponent.confidence)} intervals)")
 
 
 def _interval_verdict(estimate: Interval, inside, outside) -> Verdict:
@@ -194,11 +196,29 @@ def _class_judgement(claim: Claim, summary: GrowthSummary) -> tuple[Verdict, Int
         return (Verdict.VIOLATED if against else Verdict.INCONCLUSIVE), summary.rate, 0.0
     if summary.label is GrowthClass.UNDETERMINED:
         return Verdict.INCONCLUSIVE, summary.exponent, rule.min_exponent
+    return growth_verdict(claim, summary.exponent), summary.exponent, rule.min_exponent
+
+
+def growth_verdict(claim: Claim, exponent: Interval) -> Verdict:
+    """P1's growth bounds on ``var_L ~ L^p`` across depth (the claim's :class:`GrowthRule`): ``holds`` when the
+    exponent's interval lies within ``[min_exponent, max_exponent)`` (within :data:`EXPONENT_TOLERANCE` of the
+    lower bound counts as on it), ``violated`` when it lies wholly outside, ``inconclusive`` otherwise.
+
+    >>> from simulate.claims.definitions import CLAIMS
+    >>> growth_verdict(CLAIMS["p1-lns-growth"], Interval(0.54, 0.3, 0.8, 0.95)).value
+    'violated'
+    >>> growth_verdict(CLAIMS["p1-lemma-3.2-growth"], Interval(1.4, 1.2, 1.6, 0.95)).value
+    'holds'
+    """
+    rule = claim.growth
+    if not exponent.bounded:
+        return Verdict.INCONCLUSIVE
     least = rule.min_exponent - EXPONENT_TOLERANCE
-    verdict = _interval_verdict(summary.exponent,
-                                lambda lo, hi: lo >= least and (math.isinf(rule.max_exponent) or hi < rule.max_exponent),
-                                lambda lo, hi: hi < least or lo >= rule.max_exponent)
-    return verdict, summary.exponent, rule.min_exponent
+    if exponent.high < least or exponent.low >= rule.max_exponent:
+        return Verdict.VIOLATED
+    if exponent.low >= least and (math.isinf(rule.max_exponent) or exponent.high < rule.max_exponent):
+        return Verdict.HOLDS
+    return Verdict.INCONCLUSIVE
 
 
 def judge_growth(claim: Claim, summary: GrowthSummary) -> list[Judgement]:

@@ -26,7 +26,11 @@ the rest (docs/scores.md). Profiles are the probe batch's ``var`` over layers ``
 ``jac_dev_total``           ``L * jac_dev_mean``: the whole stack's distance from the identity
 ``jac_dev_log_ratio``       ``log(jac_dev deep half / shallow half)``
 ``prune_deep``              deep-half mean pruning drop (nats)
-``prune_deep_log``          ``log prune_deep`` (two schemes' difference: the log of their ratio)
+``prune_deep_sem``          its evaluation error over the held-out sequences, at most (the deep blocks'
+                            mean paired standard error: their errors taken as fully correlated)
+``prune_deep_log``          ``log prune_deep`` (two schemes' difference: the log of their ratio); not
+                            resolved where ``prune_deep`` lies within :data:`RESOLVED_DROP` of its
+                            ``prune_deep_sem`` of 0 (:func:`drop_resolved`)
 ``prune_deep_minus_shallow``  deep-half minus shallow-half mean pruning drop
 ``prune_log_ratio``         ``log(prune deep half / shallow half)``
 ``removable_share``         the share of blocks whose pruning drop is below
@@ -64,7 +68,7 @@ is NaN (a model whose deep blocks cost nothing to remove has no ratio).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 import pandas as pd
@@ -73,14 +77,16 @@ from simulate.claims.growth import growth_summary
 from theory.verdicts import GrowthClass
 from simulate.training.report import loss_slope
 
-__all__ = ["NEGLIGIBLE_FRACTION", "SHARE_STATISTICS", "STATISTICS", "ModelEvidence", "ModelStatistics", "halves",
-           "model_statistics"]
+__all__ = ["NEGLIGIBLE_FRACTION", "RESOLVED_DROP", "SHARE_STATISTICS", "LOG_DROP_STATISTICS", "STATISTICS",
+           "ModelEvidence", "ModelStatistics", "halves", "model_statistics", "drop_resolved"]
 
 # A block is negligible (removable, not useful) when its effect is below this fraction of the model's mean block
 # effect: a threshold relative to the model's own blocks, as P1's "removable" deep layers are (deleting one costs
 # little against deleting the others), which does not dilute as 1/L (docs/studies.md#the-claims).
 NEGLIGIBLE_FRACTION = 0.1
 SHARE_STATISTICS = ("removable_share", "usefulness_fraction", "useful_share")  # shares of blocks (share_interval)
+LOG_DROP_STATISTICS = ("prune_deep_log", "prune_log_ratio")  # logs of the deep half's pruning drop
+RESOLVED_DROP = 2.0  # a drop's log is resolved where the drop exceeds this many of its evaluation errors
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,8 @@ class ModelEvidence:
 
     ``profiles``: ``{step: var over layers 0..L}`` of the logged steps up to the stage (NaN where a
     layer is missing), steps in order; ``scores``: the model's scores at the stage (columns
-    ``layer, score, value``; model-level scores at layer 0); ``train_steps``, ``train_loss``:
+    ``layer, score, value`` and, where known, ``sem``: the evaluation error over the held-out sequences;
+    model-level scores at layer 0); ``train_steps``, ``train_loss``:
     the training-loss log up to the stage (empty at step 0).
     """
 
@@ -103,6 +110,13 @@ class ModelEvidence:
         """A per-block score over blocks ``1..L`` (NaN where missing), ``(L,)``."""
         rows = self.scores[self.scores["score"] == score]
         return rows.set_index("layer")["value"].reindex(range(1, self.depth + 1)).to_numpy(float)  # (L,)
+
+    def block_sems(self, score: str) -> np.ndarray:
+        """A per-block score's evaluation error over blocks ``1..L`` (NaN where missing or not recorded), ``(L,)``."""
+        if "sem" not in self.scores:
+            return np.full(self.depth, math.nan)
+        rows = self.scores[self.scores["score"] == score]
+        return rows.set_index("layer")["sem"].reindex(range(1, self.depth + 1)).to_numpy(float)  # (L,)
 
     def model_score(self, score: str) -> float:
         """A model-level score (its row at layer 0), NaN where missing."""
@@ -133,6 +147,7 @@ class ModelStatistics:
     jac_dev_total: float
     jac_dev_log_ratio: float
     prune_deep: float
+    prune_deep_sem: float
     prune_deep_log: float
     prune_deep_minus_shallow: float
     prune_log_ratio: float
@@ -187,6 +202,20 @@ def _total(values: np.ndarray) -> float:
     return float(values.sum()) if values.size and np.isfinite(values).all() else math.nan
 
 
+def drop_resolved(stats: "ModelStatistics") -> bool | None:
+    """Whether a model's deep-half pruning drop is resolved from 0 by its evaluation error (more than
+    :data:`RESOLVED_DROP` of ``prune_deep_sem``): where not, the log of the drop (and a ratio built on it) reads
+    noise; None where the error was not recorded.
+
+    >>> stats = ModelStatistics.missing()
+    >>> drop_resolved(replace(stats, prune_deep=0.0006, prune_deep_sem=0.0004)), drop_resolved(stats)
+    (False, None)
+    """
+    if not math.isfinite(stats.prune_deep_sem):
+        return None
+    return bool(stats.prune_deep > RESOLVED_DROP * stats.prune_deep_sem)
+
+
 def _log(value: float) -> float:
     return math.log(value) if value > 0 else math.nan
 
@@ -222,6 +251,7 @@ def model_statistics(evidence: ModelEvidence) -> ModelStatistics:
     base = evidence.model_score("loss")
     prune = evidence.block_values("prune")  # (L,)
     prune_shallow, prune_deep = halves(prune)
+    prune_deep_sem = halves(evidence.block_sems("prune"))[1]  # the deep blocks' mean error: an upper bound
     jac_shallow, jac_deep = halves(evidence.block_values("jac_dev"))
     with np.errstate(invalid="ignore", divide="ignore"):
         log_use = np.log(evidence.block_values("usefulness"))  # (L,)
@@ -236,7 +266,8 @@ def model_statistics(evidence: ModelEvidence) -> ModelStatistics:
         loss_slope=loss_slope(evidence.train_steps, evidence.train_loss),
         jac_dev_mean=_mean(jac_dev), jac_dev_total=_total(jac_dev),
         jac_dev_log_ratio=_log(jac_deep / jac_shallow) if jac_shallow > 0 else math.nan,
-        prune_deep=prune_deep, prune_deep_log=_log(prune_deep), prune_deep_minus_shallow=prune_deep - prune_shallow,
+        prune_deep=prune_deep, prune_deep_sem=prune_deep_sem, prune_deep_log=_log(prune_deep),
+        prune_deep_minus_shallow=prune_deep - prune_shallow,
         prune_log_ratio=_log(prune_deep / prune_shallow) if prune_shallow > 0 else math.nan,
         removable_share=_negligible_share(prune),
         angular_deep=angular_deep, angular_deep_last=angular_deep_last, angular_deep_log=_log(angular_deep),

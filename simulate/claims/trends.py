@@ -101,47 +101,72 @@ class Trend(NamedTuple):
     within_var: float = math.nan
     x: tuple = ()
     counts: tuple = ()
+    floor: tuple = ()
+    rates: tuple = ()  # each cell's rate label where the cells ran at more than one rate; else empty
 
 
-def cell_means_slope(log_x: np.ndarray, means: np.ndarray, floor: np.ndarray | None = None) -> tuple:
+def _design(log_x: np.ndarray, rates) -> np.ndarray:
+    """The cell means' regressors ``(k, q)``: intercept, ``log x`` and, where the cells ran at more than one rate,
+    an indicator of each rate but the first (the slope is then fitted within runs of one rate)."""
+    columns = [np.ones_like(log_x), log_x]
+    if rates is not None:
+        labels = list(dict.fromkeys(rates))
+        columns += [np.array([float(r == label) for r in rates]) for label in labels[1:]]
+    return np.stack(columns, axis=1)
+
+
+def cell_means_slope(log_x: np.ndarray, means: np.ndarray, floor: np.ndarray | None = None, rates=None) -> tuple:
     """The least-squares slope of cell means on ``log_x`` (``(k,)``, k >= 3) and its test: ``(slope, se, p,
     residual variance)``, each of the leading shape of ``means`` (``(..., k)``: one study, or many at once in
     :mod:`simulate.claims.calibration`). The standard error is the cell means' scatter about the line, the test
-    Student's t on ``k - 2`` degrees of freedom; ``floor`` (``(k,)``): each cell mean's least variance (a share's
-    binomial variance, :func:`_share_floor`), so the standard error is at least that of variance
-    ``sum_i c_i^2 floor_i`` (``c`` the slope's weights on the cell means).
+    Student's t on ``k - q`` degrees of freedom (``q`` regressors: 2, plus one per extra rate); ``floor`` (``(k,)``):
+    each cell mean's least variance (a share's binomial variance, :func:`_share_floor`), so the standard error is at
+    least that of variance ``sum_i c_i^2 floor_i`` (``c`` the slope's weights on the cell means); ``rates`` (``(k,)``
+    labels): the cells' rates, each rate's level in the model (NaN slope where no degree of freedom is left).
 
     >>> slope, se, p, _ = cell_means_slope(np.log([4.0, 8.0, 16.0]), np.array([1.0, 2.0, 3.5]))
     >>> round(float(slope * math.log(2)), 6), round(float(p), 4)  # per doubling; p as scipy's linregress
     (1.25, 0.0732)
+    >>> x = np.log([2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+    >>> means = 0.5 * x + np.array([0, 0, 3, 3, 3, 3]) + np.array([0.01, -0.01, 0.02, -0.02, 0.01, -0.01])
+    >>> round(float(cell_means_slope(x, means, rates=[1, 1, 2, 2, 2, 2])[0]), 2)  # the rate's step held apart
+    0.5
     """
-    k = log_x.size
-    centred = log_x - log_x.mean()  # (k,)
-    weights = centred / (centred**2).sum()  # (k,) slope = means @ weights
+    design = _design(log_x, rates)  # (k, q)
+    k, q = design.shape
+    if k <= q or np.linalg.matrix_rank(design) < q:
+        nan = np.full(means.shape[:-1], math.nan)
+        return nan, nan, nan, nan
+    solve = np.linalg.pinv(design)  # (q, k)
+    weights = solve[1]  # (k,) slope = means @ weights
     slope = means @ weights  # (...,)
-    residual = means - means.mean(axis=-1, keepdims=True) - slope[..., None] * centred  # (..., k)
-    residual_var = (residual**2).sum(axis=-1) / (k - 2)  # (...,)
+    residual = means - means @ (design @ solve).T  # (..., k) the cell means about their fit
+    residual_var = (residual**2).sum(axis=-1) / (k - q)  # (...,)
     se = np.sqrt(residual_var * float(weights @ weights))  # (...,)
     if floor is not None:
         se = np.maximum(se, math.sqrt(float(weights**2 @ floor)))
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = 2 * stats.t.sf(np.abs(slope) / se, k - 2)  # (...,)
+        p = 2 * stats.t.sf(np.abs(slope) / se, k - q)  # (...,)
     p = np.where(se > 0, p, np.where(slope != 0, 0.0, 1.0))
     return slope, se, p, residual_var
 
 
-def _line(cells: Cells, confidence: float, floor: np.ndarray | None) -> tuple[Interval, float, float]:
-    """The cell means' line (:func:`cell_means_slope`): (slope with its t interval on k - 2 dof, its p, residual
-    variance); two cells give the slope alone."""
+def _line(cells: Cells, confidence: float, floor: np.ndarray | None, rates) -> tuple[Interval, float, float, int]:
+    """The cell means' line (:func:`cell_means_slope`): (slope with its t interval on its degrees of freedom, its p,
+    residual variance, degrees of freedom); two cells give the slope alone, cells whose rates leave no degree of
+    freedom no slope."""
     log_x = np.log(cells.x)  # (k,)
     if log_x.size < 3:
         centred = log_x - log_x.mean()
         slope = float(cells.mean @ centred / (centred**2).sum())
-        return Interval(slope, confidence=confidence, method="two cells"), math.nan, math.nan
-    slope, se, p, residual_var = (float(v) for v in cell_means_slope(log_x, cells.mean, floor))
-    half = float(stats.t.ppf(0.5 + confidence / 2, log_x.size - 2)) * se
-    return Interval(slope, slope - half, slope + half, confidence, "cell means, t on cells - 2", se, log_x.size - 2), \
-        p, residual_var
+        return Interval(slope, confidence=confidence, method="two cells"), math.nan, math.nan, 0
+    slope, se, p, residual_var = (float(v) for v in cell_means_slope(log_x, cells.mean, floor, rates))
+    dof = log_x.size - _design(log_x, rates).shape[1]
+    if not math.isfinite(slope):
+        return Interval(math.nan, method="confounded with the rate"), math.nan, math.nan, max(dof, 0)
+    half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * se
+    method = "cell means, t on cells - 2" if rates is None else "cell means within runs of one rate"
+    return Interval(slope, slope - half, slope + half, confidence, method, se, dof), p, residual_var, dof
 
 
 def within_var(cells: Cells) -> float:
@@ -205,34 +230,58 @@ def describe_shape(x, means) -> str:
     return "not monotone: " + ", ".join(runs)
 
 
-def fit_trend(x, y, confidence: float = CONFIDENCE, blocks=None) -> Trend:
+def _cell_rates(cells: Cells, x: np.ndarray, rates) -> tuple:
+    """Each cell's rate label ``(k,)`` where the cells ran at more than one rate, else ``()`` (one rate, or none
+    given); ValueError where one cell mixes rates."""
+    if rates is None:
+        return ()
+    x, rates = np.asarray(x, dtype=float), list(rates)
+    labels = []
+    for value in cells.x:
+        here = {rates[i] for i in np.flatnonzero(x == value)}
+        if len(here) > 1:
+            raise ValueError(f"the cell at {value:g} mixes rates {sorted(here)}: a cell has one rate")
+        labels.append(here.pop())
+    return tuple(labels) if len(set(labels)) > 1 else ()
+
+
+def fit_trend(x, y, confidence: float = CONFIDENCE, blocks=None, rates=None) -> Trend:
     """The trend of ``y`` along ``x`` (module docstring); fewer than two axis values give no slope.
 
     ``blocks`` (one per value of ``y``): ``y`` is a share of that many blocks, and the line floors each cell
-    mean's variance at the binomial variance of its blocks (:func:`_share_floor`).
+    mean's variance at the binomial variance of its blocks (:func:`_share_floor`). ``rates`` (one label per
+    value of ``y``, one per cell): where the cells ran at more than one rate, each rate's level is in the model
+    and the slope is fitted within runs of one rate (a tuned line whose rate changes along the axis: depth and
+    rate are otherwise confounded); with too few cells left for that, the slope is NaN.
     """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y) & (x > 0)
     cells = cells_of(x, y)
     n = int(cells.n.sum())
     if cells.x.size < 2:
         return Trend(NO_INTERVAL, math.nan, 0, math.nan, int(cells.x.size), n, "")
     floor = None if blocks is None else _share_floor(
-        cells, cells_of(x, np.where(np.isfinite(np.asarray(y, dtype=float)), blocks, np.nan)))  # (k,)
-    slope, p, residual_var = _line(cells, confidence, floor)
-    return Trend(slope, p, max(cells.x.size - 2, 0), _lack_of_fit(cells), int(cells.x.size), n,
+        cells, cells_of(x, np.where(np.isfinite(y), blocks, np.nan)))  # (k,)
+    labels = _cell_rates(cells, x[keep], None if rates is None else [r for r, kept in zip(rates, keep) if kept])
+    slope, p, residual_var, dof = _line(cells, confidence, floor, labels or None)
+    return Trend(slope, p, dof, _lack_of_fit(cells), int(cells.x.size), n,
                  describe_shape(cells.x, cells.mean), residual_var, within_var(cells), tuple(cells.x),
-                 tuple(int(c) for c in cells.n))
+                 tuple(int(c) for c in cells.n), () if floor is None else tuple(float(v) for v in floor), labels)
 
 
 def direction_verdict(trend: Trend, direction: int | None, p_adjusted: float | None = None,
                       confidence: float = CONFIDENCE, detectable: float = math.nan,
                       reference: float | None = None) -> Verdict:
     """The verdict on a claimed direction (+1 rising, -1 falling, None: ``no direction claimed``) from the
-    trend's p, or ``p_adjusted`` when given; a verdict not reached where the design's ``detectable`` slope
-    exceeds the papers' ``reference`` effect is ``design cannot resolve`` (module docstring)."""
+    trend's p, or ``p_adjusted`` when given; ``confounded with the rate`` where the cells' rates leave the slope no
+    degree of freedom; a verdict not reached where the design's ``detectable`` slope exceeds the papers'
+    ``reference`` effect is ``design cannot resolve`` (module docstring)."""
     if direction is None:
         return Verdict.NO_DIRECTION
     if trend.cells < 3:
         return Verdict.TOO_FEW_AXIS_VALUES
+    if math.isnan(trend.slope.estimate):
+        return Verdict.CONFOUNDED
     p = trend.p_value if p_adjusted is None else p_adjusted
     if math.isfinite(p) and p < 1 - confidence and trend.slope.estimate != 0:
         return Verdict.HOLDS if np.sign(trend.slope.estimate) == direction else Verdict.VIOLATED

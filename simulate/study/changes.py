@@ -10,7 +10,7 @@ on, and counts those that stayed; the cells only one run has are counted apart. 
 the runs' own axis ranges, which may differ (the 400-step atlas's depths reach 64, the re-run's
 32).
 
->>> from theory.verdicts import Verdict
+>>> from theory.verdicts import Size, Verdict
 >>> old = pd.DataFrame({"claim": ["c"], "statistic": ["s"], "scheme": ["pre"], "depth": [4], "verdict": [Verdict.HOLDS],
 ...                     "mean": [1.0], "n": [3]})
 >>> new = old.assign(verdict=Verdict.INCONCLUSIVE, mean=0.2, steps=4000)
@@ -20,14 +20,17 @@ the runs' own axis ranges, which may differ (the 400-step atlas's depths reach 6
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 import pandas as pd
 
+from simulate.claims.along_axes import IDENTIFIABLE_BLOCKS
 from simulate.study.tables import at_full_length, read_verdicts
 from theory.cli import markdown_table
 from theory.files import write_text_atomic
-from theory.verdicts import Verdict
+from theory.verdicts import Size, Verdict
 
 __all__ = ["level_changes", "trend_changes", "write_changes"]
 
@@ -35,7 +38,7 @@ __all__ = ["level_changes", "trend_changes", "write_changes"]
 def _changes(old: pd.DataFrame, new: pd.DataFrame, keys: list[str], estimate: str) -> pd.DataFrame:
     """The matched rows (on ``keys``) of two verdict tables: ``keys``, ``old``, ``new`` verdicts, estimates, models,
     the statistics and the old rule's method where they have them, and ``why`` (:func:`_why`)."""
-    extra = [c for c in ("statistic", "method") if c not in keys]
+    extra = [c for c in ("statistic", "method", "rates", "p_adjusted", "size") if c not in keys]
     old, new = (at_full_length(table).reindex(columns=[*keys, "verdict", estimate, "n", *extra])
                 .drop_duplicates(keys) for table in (old, new))
     merged = old.merge(new, on=keys, how="outer", suffixes=("_old", "_new"), indicator=True)
@@ -55,8 +58,24 @@ def _why(row) -> str:
         reasons.append(f"judged on {statistic_new} (was {statistic_old})")
     if row.models_old == row.models_old and row.models_new < row.models_old:
         reasons.append(f"the tuning seed left out of the comparison ({row.models_old:g} -> {row.models_new:g} models)")
-    if row.new is Verdict.UNRESOLVABLE:
+    rates = getattr(row, "rates_new", 1)  # NaN in an older run's table, which had no such column
+    if rates == rates and rates > 1 and not getattr(row, "rates_old", 1) > 1:
+        reasons.append(f"its cells changed rate along the axis ({rates:g} rates): the slope is now fitted within runs "
+                       "of one rate, not across the switch")
+    p_old, p_new = getattr(row, "p_adjusted_old", math.nan), getattr(row, "p_adjusted_new", math.nan)
+    if p_old == p_old and p_new == p_new and p_new > p_old:
+        reasons.append(f"the family's adjustment is Bonferroni's, whose simultaneous interval the verdict reads "
+                       f"(adjusted p {p_old:.2g} -> {p_new:.2g})")
+    statistic = statistic_new if isinstance(statistic_new, str) else getattr(row, "statistic", None)  # a key
+    if row.new is Verdict.UNRESOLVABLE and statistic == "pooled_exponential_step_share":
+        reasons.append(f"too few blocks to identify a growth class (fewer than {IDENTIFIABLE_BLOCKS}: "
+                       "docs/studies.md#growth-across-depth)")
+    elif row.new is Verdict.UNRESOLVABLE:
         reasons.append("not resolved, and smaller than the design can detect at 80 % power")
+    size = getattr(row, "size_new", "")  # a word as the new table wrote it ('' or NaN where none)
+    size = Size.parse(size) if isinstance(size, str) and size else None
+    if row.old is Verdict.UNRESOLVABLE and row.new is Verdict.INCONCLUSIVE and size not in (None, Size.CANNOT_TELL):
+        reasons.append(f"the interval answers the papers' size ({size}): the design resolved that much")
     return "; ".join(reasons) or "the family of full-length verdicts and its adjustment, or the interval moved"
 
 
@@ -95,12 +114,15 @@ def _section(title: str, table: pd.DataFrame, keys: list[str]) -> list[str]:
 
 def write_changes(old_folder, new_folder, studies) -> Path:
     """Write ``new_folder/changes-from-<name of old_folder>`` (module docstring) for ``studies``, one section each,
-    read from both folders' reports; its path. FileNotFoundError naming the file when the old run has no report of
-    a study."""
+    read from both folders' reports (a study the old run has no folder of is new, and said so); its path.
+    FileNotFoundError naming the file when the old run's folder of a study lacks a report."""
     lines = [f"# Verdicts that changed from `{old_folder}` to `{new_folder}`", "",
              "Each run at its full length (a stability study's longest training); docs/studies.md#comparing-two-runs.",
              ""]
     for study in studies:
+        if not (Path(old_folder) / study.name).is_dir():
+            lines += [f"## Study `{study.name}`", "", f"New since `{old_folder}`: no earlier verdicts to compare.", ""]
+            continue
         (old_levels, old_trends), (new_levels, new_trends) = (read_verdicts(folder, study.name)
                                                               for folder in (old_folder, new_folder))
         axes = [f for f in study.axes if f in old_levels and f in new_levels]

@@ -67,10 +67,13 @@ def _load(paths) -> list:
 
 
 def _check_compare(old: str, dest, studies) -> None:
-    """``--compare OLD`` needs ``--export`` and OLD's reports of every study: else one line, exit 2."""
+    """``--compare OLD`` needs ``--export`` and OLD's reports of every study it has (a study OLD has no folder of is
+    new: nothing to compare): else one line, exit 2."""
     if dest is None:
         fail(PROG, "--compare is allowed only with --export DEST (the changes are written beside the copy)")
     for study in studies:  # what simulate.study.changes reads of a run (an earlier analysis may have had no more)
+        if not (Path(old) / study.name).is_dir():
+            continue
         missing = [name for name in ("levels.csv", "trends.csv") if not (Path(old) / study.name / name).is_file()]
         if missing:
             fail(PROG, f"--compare {old} is not allowed: it has no {study.name}/{missing[0]} (a folder of the "

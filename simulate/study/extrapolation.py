@@ -397,7 +397,7 @@ def _judge_slice(name: str, where: str, errors: pd.DataFrame, predictions: np.nd
               "the law's prediction is not finite" if not math.isfinite(error) else "")
     interval = Interval(error, error - half, error + half, inference.confidence,
                         f"prediction interval from {finite.size} bootstrap refits and the held-out seeds")
-    verdict = None if reason else blind_test_verdict(error, half, INFORMATIVE)
+    verdict = None if reason else blind_test_verdict(error, half, half <= INFORMATIVE)
     return BlindTestJudgement(name, where, len(errors), interval, verdict, reason, int(finite.size))
 
 

@@ -207,7 +207,7 @@ def _across_depth_section(samples, held_out: int, inference) -> tuple[list[str],
             judgement = BlindTestJudgement(f"{law_name} across depth", where, len(held),
                                            Interval(error, error - half, error + half, inference.confidence,
                                                     "prediction interval of the law across depth"),
-                                           blind_test_verdict(error, half, INFORMATIVE))
+                                           blind_test_verdict(error, half, half <= INFORMATIVE))
             fitted = " ".join(f"{d:g}" for d in fit.depths)
             lines += [f"- **{law_name}** ({DEPTH_LAWS[law_name]}, slope {fit.slope.format()}, fitted on L = "
                       f"{fitted}, lack of fit p {fit.lack_of_fit:.2g}) at {where}: {judgement.models} models, "

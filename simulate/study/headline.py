@@ -22,25 +22,26 @@ from __future__ import annotations
 
 import pandas as pd
 
-from simulate.claims.definitions import QUESTIONS
-from simulate.claims.judgement import Interval, level_label
-from simulate.study.report import stability_words
-from simulate.study.tables import at_full_length, read_study, value_text, words
+from simulate.claims.definitions import CLAIMS, QUESTIONS
+from simulate.claims.judgement import level_label
+from simulate.study.report import size_words, stability_words
+from simulate.study.tables import at_full_length, read_study, value_text, verdict_interval, words
 from theory.cli import markdown_table
 
 __all__ = ["headline_section"]
 
 
 def _interval(row) -> str:
-    """A level's mean or a trend's slope with its interval; where there is none, why: a level on one model, a
-    trend over fewer cells than its fit needs (its error comes from the cells, not the seeds)."""
-    level = hasattr(row, "mean")
-    estimate = Interval(row.mean, row.low, row.high) if level else Interval(row.slope, row.low, row.high)
+    """A level's mean or a trend's slope with the interval its verdict reads (a family member's at the family's
+    level, named); where there is none, why: a level on one model, a trend over fewer cells than its fit needs (its
+    error comes from the cells, not the seeds)."""
+    estimate = verdict_interval(row)
     if pd.isna(estimate.estimate):
-        return ""
+        return "confounded with the rate" if "slope" in row and int(row["rates"]) > 1 else ""
     if estimate.bounded:
-        return estimate.format()
-    return f"{estimate.format()} ({'one model' if level else f'no interval from {int(row.cells)} cells'})"
+        simultaneous = "slope" in row and bool(row["in_family"]) and estimate.confidence != row["confidence"]
+        return estimate.format() + (f" ({level_label(estimate.confidence)}, simultaneous)" if simultaneous else "")
+    return f"{estimate.format()} ({'one model' if 'slope' not in row else f'no interval from {int(row.cells)} cells'})"
 
 
 def _stability(row) -> str:
@@ -55,6 +56,11 @@ def _rates(tuning: pd.DataFrame | None) -> dict[tuple[str, int], str]:
     return {(r.scheme, int(r.depth)): f"{r.lr:g}" + (" (at the edge)" if r.edge else "") for r in chosen.itertuples()}
 
 
+def _rate_pair(rates: dict, depth: int) -> str:
+    """``0.01 / 0.003``: LNS's and Pre-LN's chosen rates at ``depth`` ("tuning" for a cell still choosing)."""
+    return f"{rates.get(('lns', depth), 'tuning')} / {rates.get(('pre', depth), 'tuning')}"
+
+
 def _held_fields(study, table: pd.DataFrame) -> list[str]:
     """The fields held along a depth trend that take more than one value in ``table`` (``lr`` of a learning
     rate x depth study; not the stability twins' ``steps``, one value at the full length)."""
@@ -62,20 +68,23 @@ def _held_fields(study, table: pd.DataFrame) -> list[str]:
 
 
 def _held_values(row, held: list[str]) -> dict[str, str]:
-    return {field: value_text(getattr(row, field)) for field in held}
+    return {field: value_text(row[field]) for field in held}
 
 
 def _trend_line(trends: pd.DataFrame, claim: str, answers: dict, held: list[str]) -> list[str]:
     lines = []
-    for t in trends[(trends["claim"] == claim) & (trends["axis"] == "depth")].itertuples():
-        answer = answers.get(t.verdict, str(t.verdict))
+    for _, t in trends[(trends["claim"] == claim) & (trends["axis"] == "depth")].iterrows():
+        answer = answers.get(t["verdict"], str(t["verdict"]))
         at = "".join(f" at {field} = {value}" for field, value in _held_values(t, held).items())
-        p = f", adjusted p {t.p_adjusted:.2g}" if pd.notna(t.p_adjusted) else ""
-        detectable = f"; detectable at 80 % power: {t.detectable:.3g}" if pd.notna(t.detectable) else ""
-        needs = f"; to resolve it: {t.needs}" if words(t.needs) else ""
-        lines.append(f"- As depth grows, line `{t.line}`{at}: **{answer}** (slope per e-fold of depth {_interval(t)}{p}"
-                     f"{detectable}{needs}; {t.n} models; along the cells, {t.shape}; "
-                     f"{_stability(t)})" + (f"; {t.crossing}" if words(t.crossing) else "") + ".")
+        p = f", adjusted p {t['p_adjusted']:.2g}" if pd.notna(t["p_adjusted"]) else ""
+        rates = f"; within runs of one rate ({int(t['rates'])} rates along depth)" if int(t["rates"]) > 1 else ""
+        size = size_words(t)
+        size = f" Against P1's size: **{size}**." if size else ""
+        detectable = f"; detectable at 80 % power: {t['detectable']:.3g}" if pd.notna(t["detectable"]) else ""
+        needs = f"; to resolve it: {t['needs']}" if words(t["needs"]) else ""
+        lines.append(f"- As depth grows, line `{t['line']}`{at}: **{answer}** (slope per e-fold of depth "
+                     f"{_interval(t)}{p}{rates}{detectable}{needs}; {t['n']} models; along the cells, {t['shape']}; "
+                     f"{_stability(t)})" + (f"; {t['crossing']}" if words(t["crossing"]) else "") + f".{size}")
     return lines
 
 
@@ -84,24 +93,46 @@ def _level_question(question, levels, trends, rates, held) -> list[str]:
     rows = levels[(levels["claim"] == claim)]
     if rows.empty:
         return []
-    table = pd.DataFrame([{**_held_values(r, held), "depth": int(r.depth), "estimate [CI]": _interval(r),
-                           "answer": question.answers.get(r.verdict, str(r.verdict)),
-                           "detectable at 80 %": f"{r.detectable:.3g}" if pd.notna(r.detectable) else "",
-                           "stability": _stability(r), "models": int(r.n),
-                           **({"rate LNS / Pre-LN": f"{rates.get(('lns', int(r.depth)), 'tuning')} / "
-                                                    f"{rates.get(('pre', int(r.depth)), 'tuning')}"} if rates else {})}
-                          for r in rows.itertuples()])
-    return [markdown_table(table), "", *_trend_line(trends, claim, question.answers, held)]
+    table = pd.DataFrame([{**_held_values(r, held), "depth": int(r["depth"]), "estimate [CI]": _interval(r),
+                           "answer": question.answers.get(r["verdict"], str(r["verdict"])),
+                           **({"against P1's size": size_words(r)} if CLAIMS[claim].reference else {}),
+                           "detectable at 80 %": f"{r['detectable']:.3g}" if pd.notna(r["detectable"]) else "",
+                           "stability": _stability(r), "models": int(r["n"]),
+                           **({"rate LNS / Pre-LN": _rate_pair(rates, int(r["depth"]))} if rates else {})}
+                          for _, r in rows.iterrows()])
+    return [*_size_answer(trends, claim, held), markdown_table(table), "", *_trend_line(trends, claim, question.answers,
+                                                                                        held)]
+
+
+def _size_answer(trends: pd.DataFrame, claim: str, held: list[str]) -> list[str]:
+    """The claim's answer against the papers' size along depth, one line per trend, before its table ('' for a claim
+    without a size): what a reader of the papers came for."""
+    reference = CLAIMS[claim].reference
+    rows = trends[(trends["claim"] == claim) & (trends["axis"] == "depth")]
+    if reference is None or rows.empty:
+        return []
+    lines = [f"**Against the papers' size** ({reference.source}):", ""]
+    for _, t in rows.iterrows():
+        at = "".join(f" at {field} = {value}" for field, value in _held_values(t, held).items())
+        lines.append(f"- line `{t['line']}`{at}: {size_words(t) or 'no size along depth'}; slope per e-fold of depth "
+                     f"{_interval(t)}.")
+    return [*lines, ""]
 
 
 def _growth_question(question, trends, held) -> list[str]:
     rows = []
     for claim in question.claims:
-        for t in trends[(trends["claim"] == claim) & (trends["axis"] == "depth")].itertuples():
-            rows.append({"scheme": t.scheme, "line": t.line, **_held_values(t, held),
-                         "exponent p of var_L ~ L^p [CI]": _interval(t),
-                         "answer": question.answers.get(t.verdict, str(t.verdict)), "depths": int(t.cells),
-                         "models": int(t.n), "stability": _stability(t), "shape and the exponential in L": t.shape})
+        rule = CLAIMS[claim].growth
+        tested = (f"p >= {rule.min_exponent:g} (P1's lower bound); its upper bound e^L bounds no exponent: not tested"
+                  if rule.max_exponent == float("inf") else
+                  f"{rule.min_exponent:g} <= p < {rule.max_exponent:g} (both of P1's bounds)")
+        for _, t in trends[(trends["claim"] == claim) & (trends["axis"] == "depth")].iterrows():
+            rows.append({"scheme": t["scheme"], "line": t["line"], **_held_values(t, held),
+                         "exponent p of var_L ~ L^p [CI]": _interval(t) + (
+                             f" (within runs of one rate: {int(t['rates'])} rates)" if int(t["rates"]) > 1 else ""),
+                         "answer": question.answers.get(t["verdict"], str(t["verdict"])), "bound tested": tested,
+                         "depths": int(t["cells"]), "models": int(t["n"]), "stability": _stability(t),
+                         "shape and the exponential in L": t["shape"]})
     return [markdown_table(pd.DataFrame(rows))] if rows else []
 
 
@@ -127,6 +158,9 @@ def headline_section(folder, study) -> list[str]:
         return []
     return [f"## Headline answers of `{study.name}` (at the full length; docs/studies.md#headline-answers)", "",
             "Read from this study's reports at its longest training, each with the models it rests on and the change "
-            f"from the shorter training (stability). Intervals at {level_label(study.inference.confidence)}; levels "
-            f"are unadjusted; the trends read the p adjusted by {study.inference.method_name}'s method over the "
-            "report's full-length direction verdicts. Pending models are not in them.", "", *body]
+            f"from the shorter training (stability, against each claim's declared margin). Intervals at "
+            f"{level_label(study.inference.confidence)}; levels are unadjusted, each a statement about its cell; each "
+            f"trend prints the interval its verdict reads, adjusted by {study.inference.method_name}'s method over the "
+            "report's full-length direction verdicts (simultaneous under Bonferroni), and where the papers give a size "
+            "it answers both questions from that interval: is there an effect in their direction, and is it as large "
+            "as they say? Pending models are not in them.", "", *body]

@@ -31,7 +31,8 @@ def point_evidence(table: pd.DataFrame, depth: int) -> ModelEvidence:
     layers = table[(table["table"] == "layers") & (table["name"] == "var")]
     profiles = {int(step): group.set_index("layer")["value"].reindex(range(depth + 1)).to_numpy(float)  # (L+1,)
                 for step, group in sorted(layers.groupby("step"))}
-    scores = table[table["table"] == "scores"].rename(columns={"name": "score"})[["layer", "score", "value"]]
+    scores = table[table["table"] == "scores"].rename(columns={"name": "score"}).reindex(
+        columns=["layer", "score", "value", "sem"])  # sem NaN where a table has none
     train = table[(table["table"] == "loss") & (table["name"] == "train")].sort_values("step")
     return ModelEvidence(depth, profiles, scores, train["step"].to_numpy(float), train["value"].to_numpy(float))
 

@@ -21,9 +21,13 @@ committed* (``git show``), never refitting:
   trained (the fixed line at a depth whose cell chose another rate: only the tuning seed, at the
   full length, trains the fixed rate there).
 
-Each row is a prediction interval at the study's confidence (95 % by default) of its own: if
-every law were right, about one row in twenty would fail by chance at 95 %, and rows of one law
-share their data (no multiplicity adjustment; the judgement counts the failures per law).
+Each row is a prediction interval at the study's confidence (95 % by default) of its own. A row
+that could not have failed is marked so (``passes, uninformative``; ``informative`` False): its
+interval also holds the value measured at the nearest fitted depth on the same line, length, scheme
+and seeds ("no change from the deepest fitted cell") or the rival law's prediction of the same row,
+so its pass tells no law from no change or from the other law. The count of failures is set
+against a simulated reference that knows rows share models (:func:`chance_failures`): rows judged
+on the same seed's model (every law and line) share one draw, a mean of seeds shares each seed's.
 """
 
 from __future__ import annotations
@@ -38,9 +42,12 @@ from datetime import datetime
 from io import StringIO
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from scipy import stats
 
-from simulate.claims.judgement import level_label
+from simulate.claims.along_axes import unresolved_drops
+from simulate.claims.judgement import blind_test_verdict, level_label
 from simulate.runtime.versions import ROOT, closure_version
 from simulate.study.across_depth import Subject, prediction_table, subject_samples
 from simulate.study.analysis import load_models
@@ -49,7 +56,8 @@ from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import BlindTest
 
 __all__ = ["PREFIX", "PROVENANCE_COLUMNS", "Commit", "Judged", "prediction_name", "write_prediction",
-           "first_commit", "model_start", "judge_prediction", "judged_markdown", "write_judgements", "judged_summary"]
+           "first_commit", "model_start", "judge_prediction", "chance_failures", "judged_markdown", "write_judgements",
+           "judged_summary"]
 
 PREFIX = "prediction-L"
 PROVENANCE_COLUMNS = ("commit", "code", "data", "made_at")
@@ -190,15 +198,60 @@ def _line_models(models, chosen: set, row) -> list:
     return [m for m in here if rates.get(m.scheme) == m.point.setting.lr]
 
 
-def _measured(row, models, chosen: set) -> tuple[float, int]:
-    """The value a row is judged on (the named seed's, or the mean of every seed's) and on how many models."""
+def _measured(row, models, chosen: set, every_seed: bool = False) -> tuple[float, int]:
+    """The value a row is judged on (the named seed's, or the mean of every seed's; ``every_seed``: of whatever
+    seeds are there) and on how many models."""
     samples = subject_samples(Subject(row.statistic, tuple(row.scheme.split("-")), ()), _line_models(models, chosen,
                                                                                                       row))
     if row.judged_on.startswith("seed "):
         values = samples.loc[samples["seed"] == int(row.judged_on.split()[1]), "value"]
     else:
-        values = samples["value"] if len(samples) == row.models else samples["value"].iloc[:0]
+        values = samples["value"] if every_seed or len(samples) == row.models else samples["value"].iloc[:0]
     return (float(values.mean()) if len(values) else math.nan), len(values)
+
+
+_ROW_KEYS = ["statistic", "scheme", "law", "line", "steps", "depth", "models", "judged_on"]
+
+
+def _refit(written: pd.DataFrame, study, out) -> dict:
+    """Each committed row beside the same law refitted now on the models at its fitted depths (``refit``,
+    ``refit_difference``: refit minus committed, NaN where the row cannot be refitted) and whether those models'
+    values are still the ones the file was fitted on (``refit_data``: its digest equals the file's ``data``). The
+    judgement never uses the refit: it says how far the shipped models have moved since the commit (models
+    retrained with new code after it), so a reader can tell a law's miss from a change of its data."""
+    fitted = sorted({int(d) for text in written["fitted_depths"].astype(str) for d in text.split()})
+    keep = lambda points: tuple(p for p in points if p.setting.depth in fitted)  # noqa: E731
+    candidates = study.candidates or study.sweep
+    at_fitted = dataclasses.replace(study, sweep=dataclasses.replace(study.sweep, points=keep(study.sweep.points)),
+                                    candidates=dataclasses.replace(candidates, points=keep(candidates.points)))
+    refit, values = prediction_table(at_fitted, out, sorted(set(written["depth"])))
+    merged = written[_ROW_KEYS].merge(refit[[*_ROW_KEYS, "estimate"]].rename(columns={"estimate": "refit"}),
+                                      on=_ROW_KEYS, how="left")  # (rows,) in the file's order
+    same = _data_digest(values) if len(values) else ""
+    return {"refit": merged["refit"].to_numpy(), "refit_difference": (merged["refit"] - written["estimate"]).to_numpy(),
+            "refit_data": [same == str(digest) for digest in written["data"]]}
+
+
+def _judged_models(row, models, chosen: set) -> list:
+    """The finished models a row is judged on (its seed's, or every seed's on its line)."""
+    here = _line_models(models, chosen, row)
+    if row.judged_on.startswith("seed "):
+        return [m for m in here if m.seed == int(row.judged_on.split()[1])]
+    return here
+
+
+def _alternatives(written: pd.DataFrame, row, models, chosen: set) -> tuple[float, float]:
+    """What a row must tell its law from: the value measured at the nearest fitted depth on the same line, length,
+    scheme and seeds ("no change from the fitted cells"), and the rival law's prediction of the same row (NaN where
+    there is none)."""
+    fitted = [int(d) for d in str(row.fitted_depths).split()]
+    nearest = min(fitted, key=lambda d: abs(math.log(d / row.depth)))
+    value, _ = _measured(row._replace(depth=nearest), models, chosen, every_seed=True)
+    same = ((written["statistic"] == row.statistic) & (written["scheme"] == row.scheme) & (written["law"] != row.law)
+            & (written["line"] == row.line) & (written["steps"] == row.steps) & (written["depth"] == row.depth)
+            & (written["judged_on"] == row.judged_on))
+    rival = float(written.loc[same, "estimate"].iloc[0]) if same.any() else math.nan
+    return value, rival
 
 
 def judge_prediction(path, study, out) -> Judged:
@@ -221,11 +274,19 @@ def judge_prediction(path, study, out) -> Judged:
     if problem:
         return Judged(path.stem, written.assign(measured=math.nan, n=0, blind_test=""), commit, first, problem)
     chosen = {p.key for p in study.sweep.points}
+    written = written.assign(**_refit(written, study, out))
     measured = [_measured(row, every, chosen) for row in written.itertuples()]
-    verdicts = [str(BlindTest.NOT_TESTABLE if _never_trained(row, study) else _blind_test(row, value, n))
-                for row, (value, n) in zip(written.itertuples(), measured)]
+    alternatives = [_alternatives(written, row, every, chosen) for row in written.itertuples()]
+    informative = [not any(row.low <= v <= row.high for v in pair) for row, pair in zip(written.itertuples(),
+                                                                                        alternatives)]
+    verdicts = [str(BlindTest.NOT_TESTABLE if _never_trained(row, study) else _blind_test(row, value, n, useful))
+                for row, (value, n), useful in zip(written.itertuples(), measured, informative)]
+    notes = [unresolved_drops(Subject(row.statistic, tuple(row.scheme.split("-")), ()),
+                              _judged_models(row, every, chosen)) for row in written.itertuples()]
     return Judged(path.stem, written.assign(measured=[v for v, _ in measured], n=[n for _, n in measured],
-                                            blind_test=verdicts), commit, first, "")
+                                            nearest_fitted=[a for a, _ in alternatives],
+                                            rival=[b for _, b in alternatives], informative=informative,
+                                            blind_test=verdicts, note=notes), commit, first, "")
 
 
 def _never_trained(row, study) -> bool:
@@ -240,10 +301,47 @@ def _never_trained(row, study) -> bool:
     return any({lr for s, lr in chosen if s == scheme} - {rate} for scheme, rate in rates.items())
 
 
-def _blind_test(row, value: float, n: int) -> BlindTest:
+def _blind_test(row, value: float, n: int, informative: bool) -> BlindTest:
+    """A row's blind test (:func:`~simulate.claims.judgement.blind_test_verdict`), ``pending`` without its models."""
     if n == 0 or math.isnan(value):
         return BlindTest.PENDING
-    return BlindTest.PASSES if row.low <= value <= row.high else BlindTest.FAILS
+    centre, half = (row.high + row.low) / 2, (row.high - row.low) / 2
+    return blind_test_verdict(centre - value, half, informative)
+
+
+def chance_failures(rows: pd.DataFrame, draws: int = 20000, seed: int = 0) -> tuple[float, float, int]:
+    """How many of the judged ``rows`` (a judged file's) would fail by chance if every law were right, knowing that
+    rows share models: ``(expected, 95th percentile, observed)``. Each row is a normal prediction at its
+    ``confidence``; rows on one seed's model share its standard normal draw (whatever their law or line), and a
+    row on the mean of ``m`` seeds reads their mean draw, times ``sqrt(m)``: one simulation, seeded.
+
+    >>> rows = pd.DataFrame({"depth": [64] * 4, "steps": [4000] * 4, "statistic": ["var_last"] * 4,
+    ...                      "scheme": ["pre"] * 4, "judged_on": ["seed 0", "seed 0", "mean of 3 seeds", "seed 1"],
+    ...                      "confidence": [0.95] * 4, "blind_test": ["passes", "fails", "passes", "passes"]})
+    >>> expected, high, observed = chance_failures(rows)
+    >>> round(expected, 1), high, observed
+    (0.2, 2.0, 1)
+    """
+    judged = rows[rows["blind_test"].isin([str(BlindTest.PASSES), str(BlindTest.PASSES_UNINFORMATIVE),
+                                           str(BlindTest.FAILS)])]
+    if judged.empty:
+        return math.nan, math.nan, 0
+    rng = np.random.default_rng(seed)
+    units = judged[["depth", "steps", "statistic", "scheme"]].astype(str).agg("|".join, axis=1)  # (rows,) one draw each
+    seeds = sorted({int(j.split()[1]) for j in judged["judged_on"] if j.startswith("seed ")} | {0, 1, 2})
+    codes = {unit: i for i, unit in enumerate(dict.fromkeys(units))}
+    z = rng.standard_normal((draws, len(codes), len(seeds)))  # (draws, units, seeds)
+    quantile = stats.norm.ppf(0.5 + judged["confidence"].to_numpy(float) / 2)  # (rows,)
+    failures = np.zeros(draws)
+    for i, (unit, on) in enumerate(zip(units, judged["judged_on"])):
+        if on.startswith("seed "):
+            draw = z[:, codes[unit], seeds.index(int(on.split()[1]))]  # (draws,)
+        else:
+            m = int(on.split()[2]) if on.split()[2].isdigit() else len(seeds)
+            draw = z[:, codes[unit], :m].sum(axis=1) / math.sqrt(m)  # (draws,) the mean's standardised draw
+        failures += np.abs(draw) > quantile[i]
+    observed = int((judged["blind_test"] == str(BlindTest.FAILS)).sum())
+    return float(failures.mean()), float(np.quantile(failures, 0.95)), observed
 
 
 def judged_markdown(judged: Judged) -> str:
@@ -258,11 +356,21 @@ def judged_markdown(judged: Judged) -> str:
         return "\n".join([*lines, "", f"**Not judged: {judged.problem}.**", ""])
     rows = judged.rows
     counts = _counts(rows)
-    lines += ["", "## Per law", "", markdown_table(counts), "", "## Every row", "",
+    moved = rows["refit_difference"].abs()
+    lines += ["", *[f"- {_chance_words(rows[rows['depth'] == depth], depth)}" for depth in sorted(set(rows["depth"]))],
+              f"- The models at the fitted depths {'are' if rows['refit_data'].all() else 'are no longer'} the ones "
+              "the file was fitted on" + ("" if rows["refit_data"].all() else
+                                      f" (models retrained after the commit): refitted now, the laws' predictions move "
+                                      f"by up to {moved.max():.3g} (median {moved.median():.3g}; `refit`, "
+                                      "`refit_difference`); the judgement reads the committed file, never the refit"),
+              "- A row that passes but whose interval also holds the value at the nearest fitted depth "
+              "(`nearest_fitted`: no change from the fitted cells) or the rival law's prediction (`rival`) could not have failed: "
+              "`passes, uninformative`, counted apart.",
+              "", "## Per law", "", markdown_table(counts), "", "## Every row", "",
               markdown_table(rows.assign(
                   prediction=[f"{r.estimate:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in rows.itertuples()])[
                   ["statistic", "scheme", "law", "line", "steps", "depth", "judged_on", "prediction", "measured", "n",
-                   "blind_test"]]), ""]
+                   "nearest_fitted", "rival", "refit_difference", "blind_test", "note"]]), ""]
     return "\n".join(lines)
 
 
@@ -284,14 +392,15 @@ def write_judgements(studies, out) -> list[Judged]:
 
 def _counts(rows: pd.DataFrame, by=("depth", "statistic", "scheme", "law", "line", "steps")) -> pd.DataFrame:
     """Passes, failures and pending rows per group of ``by`` (and the rows not testable, where there are any)."""
-    tested = (BlindTest.PASSES, BlindTest.FAILS, BlindTest.PENDING, BlindTest.NOT_TESTABLE)
+    tested = (BlindTest.PASSES, BlindTest.PASSES_UNINFORMATIVE, BlindTest.FAILS, BlindTest.PENDING,
+              BlindTest.NOT_TESTABLE)
     words = rows.assign(blind_test=[BlindTest.parse(v) if isinstance(v, str) and v else None
                                     for v in rows["blind_test"]])
 
     def count(verdicts) -> str:
         counts = {t: sum(v is t for v in verdicts) for t in tested}
         always = (BlindTest.PASSES, BlindTest.FAILS)
-        return ", ".join(f"{t} {n}" for t, n in counts.items() if n or t in always)
+        return "; ".join(f"{t} {n}" for t, n in counts.items() if n or t in always)
 
     return words.groupby(list(by), sort=False)["blind_test"].agg(count).reset_index().rename(
         columns={"blind_test": "rows"})
@@ -313,6 +422,18 @@ _LINES = (" The fixed line predicts at each scheme's fixed rate (the one most of
           "the same models.")
 
 
+def _chance_words(rows: pd.DataFrame, depth) -> str:
+    """The failures of the rows at one predicted depth against :func:`chance_failures`, and the informative passes."""
+    expected, high, observed = chance_failures(rows)
+    passes = {word: int((rows["blind_test"] == str(word)).sum()) for word in (BlindTest.PASSES,
+                                                                            BlindTest.PASSES_UNINFORMATIVE)}
+    verdict = ("more than chance explains" if observed > high else "within what chance explains")
+    return (f"L = {depth}: {observed} rows fail, {passes[BlindTest.PASSES]} pass informatively, "
+            f"{passes[BlindTest.PASSES_UNINFORMATIVE]} pass uninformatively; if every law were right, {expected:.1f} "
+            f"would fail by chance on average and at most {high:.0f} in 95 % of simulated judgements (rows on one "
+            f"model share its draw: simulate.study.preregistration.chance_failures): {verdict}")
+
+
 def judged_summary(folder) -> list[str]:
     """README lines: each judged pre-registration in ``folder`` (``prediction-L*-judged.csv``) with its rows'
     passes and failures per law; empty without one."""
@@ -326,8 +447,11 @@ def judged_summary(folder) -> list[str]:
             continue
         lines += [f"## Pre-registered prediction `{name}` against the models trained after it", "",
                   f"Each row a {level_label(confidence)} prediction interval committed before the models started "
-                  f"(`{name}.md`); judged without refitting (`{path.stem}.md`, per line and length). About "
-                  f"{level_label(1 - confidence)} of the rows fail by chance if the laws are right."
-                  + (_LINES if "fixed" in set(rows["line"]) else ""), "",
+                  f"(`{name}.md`); judged without refitting (`{path.stem}.md`, per line and length). A pass is "
+                  "`uninformative` where the interval also held the value at the nearest fitted depth or the rival "
+                  "law's prediction: such a row could not have failed." + (_LINES if "fixed" in set(rows["line"])
+                                                                          else ""), "",
+                  *[f"- {_chance_words(rows[rows['depth'] == depth], depth)}." for depth in sorted(set(rows["depth"]))],
+                  "",
                   markdown_table(_counts_per_line(rows)), ""]
     return lines

@@ -18,20 +18,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 import pandas as pd
 
-from simulate.claims import CLAIMS, Interval, Kind
-from simulate.claims.judgement import level_label
+from simulate.claims import CLAIMS, Kind
+from simulate.claims.judgement import describe_size, describe_stability, level_label
 from simulate.study.analysis import (calibration_table, levels_table, load_models, points_table, trends_table,
                                      VERSION_COLUMNS)
-from simulate.study.tables import write_tables
+from simulate.study.tables import change_interval, verdict_interval, write_tables
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import GrowthClass, Verdict
 
-__all__ = ["EPOCH_WARNING", "Written", "write_reports", "study_markdown", "stability_words"]
+__all__ = ["EPOCH_WARNING", "Written", "write_reports", "study_markdown", "stability_words", "size_words",
+           "interval_words"]
 
 EPOCH_WARNING = 2.0
 
@@ -55,10 +57,6 @@ def _warnings(points: pd.DataFrame) -> list[str]:
     for row in points[points["status"] == "failed"].itertuples():
         lines.append(f"model {row.point} (scheme {row.scheme}, seed {row.seed}) failed: {row.error}")
     return lines
-
-
-def _interval(mean, low, high, spec: str = ".3g") -> str:
-    return Interval(mean, low, high).format(spec)
 
 
 def _p_pair(raw: float, adjusted: float) -> str:
@@ -112,10 +110,14 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
              f"- Inference: {level} intervals (confidence {inference.confidence:g}); levels: t intervals over seeds "
              "(a difference of two schemes over the seeds' pairs; a share of blocks the wider of that and Wilson's over "
              "the blocks pooled), each a statement about its own cell, **unadjusted**. Trends: the cell means' "
-             "least-squares slope against log(axis) per e-fold, t on cells - 2 degrees of freedom (the cells are the "
-             f"units: a random cell effect), always; the family of the full-length direction verdicts is adjusted by "
-             f"{inference.method_name}'s method ({inference.multiplicity}) and read at the adjusted p; the shorter "
-             "length's verdicts are evidence of stability, unadjusted; docs/studies.md#verdicts"]
+             "least-squares slope against log(axis) per e-fold, t on the cells' degrees of freedom (the cells are the "
+             "units: a random cell effect; where a line's cells changed rate, each rate's level is in the model and "
+             f"the slope is the axis's within runs of one rate); the family of the full-length direction verdicts is "
+             f"adjusted by {inference.method_name}'s method ({inference.multiplicity}), and each of its verdicts "
+             "prints "
+             "the interval it reads (simultaneous over the family under Bonferroni); a claim with the papers' size is "
+             "also judged against it from that interval; the shorter length's verdicts are evidence of stability, "
+             "unadjusted; docs/studies.md#verdicts"]
     if study.tuned:
         beyond = f" (and {', '.join(f'{v:g}' for v in study.tune_lr_beyond)} past an edge where a cell's best was " \
                  "at it)" if study.tune_lr_beyond else ""
@@ -128,8 +130,10 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
     if study.stability:
         lines.append(f"- Stability: every model is also trained for {study.stability[0]} of the {study.stability[1]} "
                      "steps (a whole schedule of its own); each full-length row gives the change of its statistic from "
-                     "the shorter models, paired by seed, with its interval: stable where it lies within half the "
-                     "full-length effect, moves where it excludes 0 otherwise, unresolved else")
+                     f"the shorter models, paired by seed, with its {level_label(1 - 2 * inference.alpha)} interval: "
+                     "stable where it lies inside the claim's margin, declared before the data "
+                     "(simulate.claims.definitions.MARGINS, with its reason), moves where it lies beyond it, cannot "
+                     "tell else (two one-sided tests)")
     slopes = points.loc[points["status"] == "ok", "loss_slope"].dropna() if "loss_slope" in points else []
     if len(slopes):
         lines.append(f"- Convergence: training-loss slope over the last quarter of the steps, per 1000 steps: median "
@@ -143,21 +147,29 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
 def _calibration_section(study, calibration: pd.DataFrame) -> list[str]:
     """The verdict rules' error rates and power simulated on this study's design."""
     if calibration.empty:
-        return []
-    shown = calibration.assign(rate=[f"{r.rate:.3f} ± {r.rate_se:.3f}" for r in calibration.itertuples()])
+        return ["", "## What the design can resolve", "", "No direction verdict of the family to calibrate (a trend "
+                "needs three axis values and a claimed direction)."]
+    shown = calibration.assign(
+        rate=[f"{r.rate:.3f} ± {r.rate_se:.3f}" for r in calibration.itertuples()],
+        size_rate=[f"{r.size_rate:.3f} ± {r.size_rate_se:.3f}" if r.size_rate == r.size_rate else ""
+                   for r in calibration.itertuples()])
     nominal = 1 - study.inference.confidence
     null = calibration[(calibration["scenario"] == "no trend") & (calibration["claim"] == "family")]
     family = f"{null['rate'].iloc[0]:.3f}" if len(null) else "not simulated"
     return ["", "## What the design can resolve", "",
-            f"Synthetic studies of this design ({int(calibration['studies'].max())} each; the cells, seeds and family "
-            "that ran, a cell effect of the spread the data show beyond the seeds), judged by the code that wrote "
-            f"this report (simulate.claims.calibration; docs/studies.md#what-the-design-can-resolve). `rate`: false "
-            f"direction verdicts under a null (at most {nominal:g} is nominal), power under the papers' effect, and "
-            f"the old endpoint rule's false verdicts (the negative control). The family's error under the null: "
-            f"{family}. `detectable`: the smallest slope per e-fold the test detects at 80 % power at Holm's first "
-            "step; a trend not resolved where that exceeds the papers' effect reads \"design cannot resolve\".", "",
-            markdown_table(shown[["scenario", "claim", "statistic", "line", "cells", "seeds", "cell_to_seed", "rate",
-                                  "detectable", "reference"]])]
+            f"Synthetic studies of this design ({int(calibration['studies'].max())} each; the cells, seeds, rates and "
+            "family that ran, a cell effect of the spread the data show beyond the seeds, a share's binomial floor), "
+            "judged by the code that wrote this report (simulate.claims.calibration; "
+            "docs/studies.md#what-the-design-can-resolve). `rate`: direction verdicts, false under the nulls (at most "
+            f"{nominal:g} is nominal: heavy-tailed cells or seeds, and a rate step correlated with the axis), the "
+            "power under the papers' effect, and the old rules' false verdicts (negative controls). `size_rate`: the "
+            "papers' size rejected by the interval the verdict reads, false under the papers' effect (at most "
+            f"{nominal:g}), the power to say \"smaller than the papers say\" under the nulls. The family's error "
+            f"under the null: {family}. `detectable`: the smallest slope per e-fold the test detects at 80 % power at "
+            "the family's level; a trend not resolved where that exceeds the papers' effect reads \"design cannot "
+            "resolve\".", "",
+            markdown_table(shown[["scenario", "claim", "statistic", "line", "cells", "seeds", "cell_to_seed", "rates",
+                                  "rate", "size_rate", "detectable", "reference"]])]
 
 
 def _trend_section(trends: pd.DataFrame) -> list[str]:
@@ -166,22 +178,45 @@ def _trend_section(trends: pd.DataFrame) -> list[str]:
     table = pd.DataFrame({
         "claim": trends["claim"], "statistic": trends["statistic"], "scheme": trends["scheme"],
         "axis": trends["axis"], "group": trends["group"], "line": trends["line"], "cells": trends["cells"],
-        "slope per e-fold (cell means)": [_interval(r.slope, r.low, r.high) for r in trends.itertuples()],
+        "rates": trends["rates"],
+        "slope per e-fold [the interval the verdict reads]": [interval_words(r) for _, r in trends.iterrows()],
         "p (adjusted)": [_p_pair(r.p_value, r.p_adjusted) for r in trends.itertuples()],
         "claimed": trends["direction"], "verdict": trends["verdict"].map(str),
+        "against the papers' size": [size_words(r) for _, r in trends.iterrows()],
         "detectable at 80 %": [f"{v:.3g}" if v == v else "" for v in trends["detectable"]],
         "models": [f"{r.n}" + (f" ({r.failed} failed)" if r.failed else "") + (f" ({r.pending} pending)"
                    if r.pending else "") for r in trends.itertuples()],
         "shape": trends["shape"], "crossing": trends["crossing"],
-        "stability": [stability_words(r) for r in trends.itertuples()]})
+        "stability": [stability_words(r) for _, r in trends.iterrows()]})
     return ["", "## Trends", "", markdown_table(table)]
 
 
-def stability_words(row) -> str:
-    """``stable (change +0.01 [-0.02, 0.04])`` of a levels' or trends' row, or '' for a row without a change."""
-    if row.stability is None:
+def interval_words(row) -> str:
+    """``0.0054 [-0.0066, 0.017] (99.7 %)``: the estimate and the interval its verdict reads, with its level where
+    that is not the report's (a family member's); '' without an estimate."""
+    interval = verdict_interval(row)
+    text = interval.format()
+    if text and interval.bounded and "slope" in row and bool(row.get("in_family")):
+        text += f" ({level_label(interval.confidence)}, simultaneous)" if interval.confidence != row["confidence"] \
+            else ""
+    return text
+
+
+def size_words(row) -> str:
+    """The answer against the papers' size of a levels' or trends' row ('' for a claim without one)."""
+    claim = CLAIMS[row["claim"]]
+    if claim.reference is None or not isinstance(row.get("size"), Enum) or pd.isna(row.get("reference")):
         return ""
-    return f"{row.stability} (change {_interval(row.change, row.change_low, row.change_high)})"
+    trend = "slope" in row
+    unit = f" per e-fold of {row['axis']}" if trend else ""
+    return describe_size(row["size"], verdict_interval(row), claim.reference, float(row["reference"]), unit, trend)
+
+
+def stability_words(row) -> str:
+    """``stable (change -0.11 [90 % -0.22, 0.00], margin ±0.25)`` of a levels' or trends' row, '' without one."""
+    if row["stability"] is None:
+        return ""
+    return describe_stability(row["stability"], change_interval(row), float(row["margin"]))
 
 
 def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[str]:
@@ -196,23 +231,27 @@ def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[st
                   + (f"; the papers' effect: {claim.reference.source}" if claim.reference else "") + "."]
         if len(rows):
             table = rows[fields + ["statistic", "n"]].copy()
-            table["mean [CI]"] = [_interval(r.mean, r.low, r.high) for r in rows.itertuples()]
+            table["mean [CI]"] = [verdict_interval(r).format() for _, r in rows.iterrows()]
             table["verdict"] = rows["verdict"].map(lambda v: "" if v is None or v is Verdict.NO_DIRECTION else str(v))
+            table["against the papers' size"] = [size_words(r) for _, r in rows.iterrows()]
             table["detectable at 80 %"] = [f"{v:.3g}" if v == v else "" for v in rows["detectable"]]
-            table["stability"] = [stability_words(r) for r in rows.itertuples()]
+            table["stability"] = [stability_words(r) for _, r in rows.iterrows()]
             if rows["growth_class"].notna().any():
                 table["growth class"] = rows["growth_class"].map(lambda v: "" if v is None else str(v)).to_numpy()
             if rows["detail"].astype(bool).any():
                 table["detail"] = rows["detail"].to_numpy()
             lines += ["", markdown_table(table.loc[:, (table != "").any()])]
-        for row in (trends[trends["claim"] == name] if len(trends) else trends).itertuples():
-            lines.append(f"\nTrend along {row.axis} ({row.group}, line {row.line}): slope of the cell means "
-                         f"{_interval(row.slope, row.low, row.high)} per e-fold over {row.cells} axis values "
-                         f"({row.n} models; {row.shape})"
-                         + (f", claimed: {row.direction}" if row.direction else "")
-                         + (f" (p {_p_pair(row.p_value, row.p_adjusted)})" if row.p_value == row.p_value else "")
-                         + f" -> **{row.verdict}**" + (f"; needs {row.needs}" if row.needs else "")
-                         + (f"; {row.crossing}" if row.crossing else "") + ".")
+        for _, row in (trends[trends["claim"] == name] if len(trends) else trends).iterrows():
+            size = size_words(row)
+            lines.append(f"\nTrend along {row['axis']} ({row['group']}, line {row['line']}): slope of the cell means "
+                         f"{interval_words(row)} per e-fold over {row['cells']} axis values "
+                         f"({row['n']} models; {row['shape']})"
+                         + (f", claimed: {row['direction']}" if row["direction"] else "")
+                         + (f" (p {_p_pair(row['p_value'], row['p_adjusted'])})" if row["p_value"] == row["p_value"]
+                            else "")
+                         + f" -> **{row['verdict']}**" + (f"; {size}" if size else "")
+                         + (f"; needs {row['needs']}" if row["needs"] else "")
+                         + (f"; {row['crossing']}" if row["crossing"] else "") + ".")
     return lines
 
 
@@ -226,7 +265,7 @@ def _phase_section(study, levels: pd.DataFrame) -> list[str]:
         rows = levels[levels["claim"] == claim.id]
         if rows.empty:
             continue
-        cells = {(r[first], r[second]): f"{r['growth_class']} {_interval(r['mean'], r['low'], r['high'], '.2g')}"
+        cells = {(r[first], r[second]): f"{r['growth_class']} {verdict_interval(r).format('.2g')}"
                  for _, r in rows.iterrows()}
         columns = sorted(rows[second].unique())
         table = pd.DataFrame([{first: value, **{f"{second}={c}": cells.get((value, c), "") for c in columns}}

@@ -26,7 +26,7 @@ option (``steps``) as well as a Setting field::
     tune_seeds = [0]                # ... on these seeds (default: the first), then trained on every seed
     tune_lr_beyond = [3e-2]         # rates past the grid, tried where a cell's best rate is at that edge
     confidence = 0.95               # of every interval and test (default 0.95)
-    multiplicity = "holm"           # the family's adjustment: holm or bh (simulate.claims.judgement)
+    multiplicity = "bonferroni"     # the family's adjustment: bonferroni, holm or bh (simulate.claims.judgement)
     bootstrap = 200                 # resamples of a bootstrap (at least 100)
 
 ``stability = f`` adds the swept option ``steps = [round(f N), N]``: every model is also

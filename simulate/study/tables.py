@@ -38,22 +38,27 @@ from pathlib import Path
 
 import pandas as pd
 
+from simulate.claims.judgement import Interval
 from theory.files import atomic_write
-from theory.verdicts import GrowthClass, Stability, Verdict
+from theory.verdicts import GrowthClass, Size, Stability, Verdict
 
 __all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyResults", "level_frame",
-           "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length", "words", "value_text"]
+           "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length", "words", "value_text",
+           "verdict_interval", "change_interval"]
 
 LEVEL_COLUMNS = ("claim", "source", "statistic", "scheme", "n", "mean", "low", "high", "confidence", "method",
-                 "verdict", "detectable", "growth_class", "detail", "stability", "change", "change_low",
-                 "change_high", "versions")  # the cell's fields come after "scheme"
+                 "verdict", "size", "reference", "detectable", "growth_class", "detail", "stability", "change",
+                 "change_low", "change_high", "change_confidence", "change_dof", "margin",
+                 "versions")  # the cell's fields come after "scheme"
 TREND_COLUMNS = ("claim", "source", "statistic", "scheme", "axis", "group", "line", "n", "failed", "pending",
-                 "cells", "slope", "low", "high", "confidence", "lack_of_fit_p", "p_value", "p_adjusted", "in_family",
-                 "direction", "verdict", "shape", "crossing", "detectable", "reference", "needs", "stability",
-                 "change", "change_low", "change_high", "versions")  # the group's fields come after "axis"
+                 "cells", "rates", "slope", "low", "high", "confidence", "family_low", "family_high",
+                 "family_confidence", "lack_of_fit_p", "p_value", "p_adjusted", "in_family", "direction", "verdict",
+                 "size", "shape", "crossing", "detectable", "reference", "needs", "stability", "change", "change_low",
+                 "change_high", "change_confidence", "change_dof", "margin",
+                 "versions")  # the group's fields come after "axis"
 TABLE_FILES = ("levels.csv", "trends.csv", "calibration.csv")
 REPORT_FILES = ("points.parquet", *TABLE_FILES, "study.md")  # a study's reports (simulate.study.report)
-_WORDS = {"verdict": Verdict, "growth_class": GrowthClass, "stability": Stability}
+_WORDS = {"verdict": Verdict, "size": Size, "growth_class": GrowthClass, "stability": Stability}
 
 
 @dataclass(frozen=True)
@@ -68,8 +73,10 @@ class StudyResults:
     tuning: pd.DataFrame | None = None  # a tuned study's tuning.csv
 
 
-def _change(change) -> dict:
-    return {"change": change.estimate, "change_low": change.low, "change_high": change.high}
+def _change(change, margin: float) -> dict:
+    return {"change": change.estimate, "change_low": change.low, "change_high": change.high,
+            "change_confidence": change.confidence if change.bounded else math.nan, "change_dof": change.dof,
+            "margin": margin}
 
 
 def level_frame(judgements, fields) -> pd.DataFrame:
@@ -78,8 +85,10 @@ def level_frame(judgements, fields) -> pd.DataFrame:
              "scheme": "-".join(j.claim.schemes),
              **{f: j.cell.get(f) for f in fields}, "n": j.n, "mean": j.estimate.estimate, "low": j.estimate.low,
              "high": j.estimate.high, "confidence": j.estimate.confidence, "method": j.estimate.method,
-             "verdict": j.verdict, "detectable": j.detectable, "growth_class": j.growth_class, "detail": j.comment,
-             "stability": j.stability, **_change(j.change), "versions": len(j.rests_on)} for j in judgements]
+             "verdict": j.verdict, "size": j.size,
+             "reference": j.claim.reference.level if j.claim.reference and j.claim.reference.level is not None
+             else math.nan, "detectable": j.detectable, "growth_class": j.growth_class, "detail": j.comment,
+             "stability": j.stability, **_change(j.change, j.margin), "versions": len(j.rests_on)} for j in judgements]
     return pd.DataFrame(rows, columns=[*LEVEL_COLUMNS[:4], *fields, *LEVEL_COLUMNS[4:]])
 
 
@@ -92,13 +101,15 @@ def trend_frame(judgements, fields) -> pd.DataFrame:
         rows.append({"claim": j.claim.id, "source": j.claim.source, "statistic": j.statistic,
                      "scheme": "-".join(j.claim.schemes), "axis": j.axis, **{f: j.group.get(f) for f in fields},
                      "group": ", ".join(f"{k}={v}" for k, v in j.group.items()) or "all", "line": j.line, "n": j.n,
-                     "failed": j.failed, "pending": j.pending, "cells": j.cells, "slope": j.slope.estimate,
-                     "low": j.slope.low, "high": j.slope.high, "confidence": j.slope.confidence,
-                     "lack_of_fit_p": j.lack_of_fit, "p_value": j.p_value, "p_adjusted": j.p_adjusted,
-                     "in_family": j.in_family, "direction": {1: "rises", -1: "falls", None: ""}[j.direction],
-                     "verdict": j.verdict, "shape": j.shape, "crossing": j.crossing, "detectable": j.detectable,
-                     "reference": reference, "needs": j.needs, "stability": j.stability, **_change(j.change),
-                     "versions": len(j.rests_on)})
+                     "failed": j.failed, "pending": j.pending, "cells": j.cells, "rates": j.rates,
+                     "slope": j.slope.estimate, "low": j.slope.low, "high": j.slope.high,
+                     "confidence": j.slope.confidence, "family_low": j.family.low, "family_high": j.family.high,
+                     "family_confidence": j.family.confidence, "lack_of_fit_p": j.lack_of_fit, "p_value": j.p_value,
+                     "p_adjusted": j.p_adjusted, "in_family": j.in_family,
+                     "direction": {1: "rises", -1: "falls", None: ""}[j.direction], "verdict": j.verdict,
+                     "size": j.size, "shape": j.shape, "crossing": j.crossing, "detectable": j.detectable,
+                     "reference": reference, "needs": j.needs, "stability": j.stability,
+                     **_change(j.change, j.margin), "versions": len(j.rests_on)})
     return pd.DataFrame(rows, columns=[*TREND_COLUMNS[:5], *fields, *TREND_COLUMNS[5:]])
 
 
@@ -121,6 +132,29 @@ def words(value) -> str:
 def value_text(value) -> str:
     """A swept field's value as text: a float in its shortest form (``0.003``, not ``0.0030000000000000001``)."""
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def verdict_interval(row) -> Interval:
+    """The interval a row's verdict reads, as its table holds it: a trend in the family at the family's level
+    (``family_low``, ``family_high``, ``family_confidence``), any other trend its slope's, a level its own; every page
+    prints this one beside the verdict (docs/studies.md#verdicts).
+
+    >>> row = pd.Series({"slope": 0.5, "low": 0.1, "high": 0.9, "confidence": 0.95, "family_low": -0.2,
+    ...                  "family_high": 1.2, "family_confidence": 0.99, "in_family": True})
+    >>> verdict_interval(row).format(), verdict_interval(row).confidence
+    ('0.5 [-0.2, 1.2]', 0.99)
+    """
+    if "slope" not in row:
+        return Interval(row["mean"], row["low"], row["high"], row["confidence"])
+    if bool(row.get("in_family")) and pd.notna(row.get("family_confidence")):
+        return Interval(row["slope"], row["family_low"], row["family_high"], row["family_confidence"])
+    return Interval(row["slope"], row["low"], row["high"], row["confidence"])
+
+
+def change_interval(row) -> Interval:
+    """A row's change between the two training lengths with its interval (at the two one-sided tests' level)."""
+    return Interval(row["change"], row["change_low"], row["change_high"], row["change_confidence"],
+                    dof=row["change_dof"])
 
 
 def _parse_words(frame: pd.DataFrame, name: str) -> pd.DataFrame:

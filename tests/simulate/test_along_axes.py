@@ -1,6 +1,7 @@
 """The study judge's rules (simulate.claims.along_axes): growth across depth against P1's bounds at their
 boundaries (growth_verdict, EXPONENT_TOLERANCE), the stability word of a change between two lengths
-(_stability, STABLE_FRACTION) and its error rate when nothing changes, and what a design would need to
+(stability_verdict: two one-sided tests against a declared margin) and its error rates at the margin and when
+nothing changes, and what a design would need to
 detect the papers' effect (needs), checked by recomputing the detectable slope at the counts it returns and
 by simulating studies of that design.
 
@@ -16,10 +17,11 @@ import re
 import numpy as np
 import pytest
 
-from simulate.claims.along_axes import STABLE_FRACTION, _change, _stability, growth_verdict, needs
+from simulate.claims.along_axes import _change, needs
+from simulate.claims.growth import growth_verdict
 from simulate.claims.definitions import CLAIMS
 from simulate.claims.growth import EXPONENT_TOLERANCE
-from simulate.claims.judgement import NO_INTERVAL, Interval, t_interval
+from simulate.claims.judgement import NO_INTERVAL, Interval, stability_verdict, t_interval
 from simulate.claims.judgement import detectable_slope
 from simulate.claims.trends import cell_means_slope, fit_trend
 from theory.verdicts import Stability, Verdict
@@ -48,7 +50,7 @@ def _binomial_se(target: float, trials: int) -> float:
     (LNS, 0.8, 2.2, Verdict.INCONCLUSIVE),  # both bounds inside the interval
 ])
 def test_growth_verdict_at_the_bounds(claim, low, high, verdict):
-    assert growth_verdict(claim, Interval((low + high) / 2, low, high)) is verdict
+    assert growth_verdict(claim, Interval((low + high) / 2, low, high, 0.95)) is verdict
 
 
 def test_growth_verdict_without_an_interval_is_inconclusive():
@@ -57,62 +59,80 @@ def test_growth_verdict_without_an_interval_is_inconclusive():
 
 
 def test_growth_verdict_of_an_open_upper_end_under_an_unbounded_rule_holds():
-    assert growth_verdict(LEMMA, Interval(1.5, 1.2, math.inf)) is Verdict.HOLDS
+    assert growth_verdict(LEMMA, Interval(1.5, 1.2, math.inf, 0.95)) is Verdict.HOLDS
 
 
 # -- stability ----------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("full, change, word", [
-    (1.0, (-0.2, 0.4), Stability.STABLE),  # within half the effect on both sides
-    (-1.0, (-0.4, 0.2), Stability.STABLE),  # the effect's size, not its sign
-    (1.0, (0.1, 0.45), Stability.STABLE),  # a change that excludes 0 but is small: stable
-    (1.0, (-0.2, 0.5), Stability.UNRESOLVED),  # reaching half the effect: not shown small, not shown to move
-    (1.0, (0.2, 1.0), Stability.MOVES),
-    (1.0, (-1.0, -0.6), Stability.MOVES),
-    (0.0, (-0.1, 0.1), Stability.UNRESOLVED),  # no effect: nothing is small against it
-    (0.0, (0.1, 0.3), Stability.MOVES),
+MARGIN = 0.5
+
+
+@pytest.mark.parametrize("change, word", [
+    ((-0.2, 0.4), Stability.STABLE),  # inside the margin on both sides
+    ((0.1, 0.45), Stability.STABLE),  # a change that excludes 0 but lies inside the margin: stable
+    ((0.0, 0.0), Stability.STABLE),  # an exact 0 (every seed the same at both lengths): stable, not unresolved
+    ((-0.2, 0.6), Stability.CANNOT_TELL),  # reaching past the margin: not shown small, not shown to move
+    ((0.3, 1.0), Stability.CANNOT_TELL),  # resolved, but not beyond the margin
+    ((0.6, 1.0), Stability.MOVES),
+    ((-1.0, -0.6), Stability.MOVES),
 ])
-def test_stability_words(full, change, word):
-    assert STABLE_FRACTION == 0.5
+def test_stability_words(change, word):
     low, high = change
-    assert _stability(Interval(full), Interval((low + high) / 2, low, high)) is word
+    assert stability_verdict(Interval((low + high) / 2, low, high, 0.95), MARGIN) is word
 
 
-def test_no_stability_without_a_change_or_an_effect():
-    assert _stability(Interval(1.0), NO_INTERVAL) is None
-    assert _stability(Interval(1.0), Interval(0.1)) is None  # one seed: no interval
-    assert _stability(Interval(math.nan), Interval(0.1, 0.0, 0.2)) is None
+def test_the_margin_is_declared_not_taken_from_the_estimate():
+    """The same change reads the same word whatever the full-length effect: the margin comes from the claim."""
+    claim = CLAIMS["p1-lns-loss"]
+    assert claim.margin.level == 0.005 and claim.margin.reason
+    change = Interval(0.002, -0.001, 0.004, 0.95)
+    assert stability_verdict(change, claim.margin.level) is Stability.STABLE
 
 
-def _stability_words(rng, seeds: int, effect: float, change: float, studies: int) -> list:
+def test_no_stability_without_a_change():
+    assert stability_verdict(NO_INTERVAL, MARGIN) is None
+    assert stability_verdict(Interval(0.1), MARGIN) is None  # one seed: no interval
+
+
+def _stability_words(rng, seeds: int, change: float, studies: int, sd: float = 0.5) -> list:
     """The stability word of ``studies`` cells whose ``seeds`` seeds each have a value at the shorter and the full
-    length: the statistic ``effect`` plus a seed's own value (sd 1), the full length moved by ``change`` and a
-    training's noise (sd 0.5)."""
+    length: a seed's own value (sd 1), the full length moved by ``change`` and a training's noise (``sd``); the
+    change's interval at ``1 - 2 alpha`` (two one-sided tests at ``alpha``)."""
     words = []
     cell, partner = (4, 1600), (4, 800)
     for _ in range(studies):
-        before = effect + rng.standard_normal(seeds)  # (seeds,)
-        now = before + change + 0.5 * rng.standard_normal(seeds)  # paired by seed
+        before = rng.standard_normal(seeds)  # (seeds,)
+        now = before + change + sd * rng.standard_normal(seeds)  # paired by seed
         by_cell = {cell: dict(enumerate(now)), partner: dict(enumerate(before))}
-        words.append(_stability(t_interval(now), _change(by_cell, cell, partner, 0.95)))
+        words.append(stability_verdict(_change(by_cell, cell, partner, 1 - 2 * ALPHA), MARGIN))
     return words
 
 
 @pytest.mark.parametrize("seeds", [2, 3])
-@pytest.mark.parametrize("effect", [0.0, 1.0])
-def test_no_true_change_rarely_moves(seeds, effect):
-    """Nothing changes between the lengths: "moves" (a paired t interval over the seeds that excludes 0 and is not
-    small) in at most 5 % of the cells."""
-    words = _stability_words(np.random.default_rng(seeds + 10 * int(effect)), seeds, effect, 0.0, 2000)
+@pytest.mark.parametrize("change", [MARGIN, -MARGIN])
+def test_a_change_at_the_margin_is_rarely_stable(seeds, change):
+    """The true change sits on the margin: "stable" (both one-sided tests reject) in at most 5 % of the cells."""
+    words = _stability_words(np.random.default_rng(seeds + 10 * int(change > 0)), seeds, change, 4000)
+    rate = float(np.mean([w is Stability.STABLE for w in words]))
+    ceiling = ALPHA + 3 * _binomial_se(ALPHA, len(words))
+    assert rate <= ceiling, f"stable at the margin, {seeds} seeds: rate {rate:.4f} > {ceiling:.4f} ({len(words)} cells)"
+    print(f"stable at the margin {change:+g}, {seeds} seeds: {rate:.4f} (nominal {ALPHA}, {len(words)} cells)")
+
+
+@pytest.mark.parametrize("seeds", [2, 3])
+def test_no_true_change_never_moves(seeds):
+    """Nothing changes between the lengths: "moves" (the interval wholly beyond the margin) in at most 5 % of cells."""
+    words = _stability_words(np.random.default_rng(seeds), seeds, 0.0, 2000)
     rate = float(np.mean([w is Stability.MOVES for w in words]))
     ceiling = ALPHA + 3 * _binomial_se(ALPHA, len(words))
-    assert rate <= ceiling, f"moves without a change, {seeds} seeds: rate {rate:.4f} > {ceiling:.4f} ({len(words)} cells)"
+    assert rate <= ceiling, f"moves without a change, {seeds} seeds: rate {rate:.4f} > {ceiling:.4f}"
     assert None not in words
-    print(f"moves without a change, {seeds} seeds, effect {effect:g}: {rate:.4f} (nominal {ALPHA}, {len(words)} cells)")
 
 
-def test_a_large_change_moves():
-    words = _stability_words(np.random.default_rng(5), 3, 1.0, 3.0, 400)
-    assert np.mean([w is Stability.MOVES for w in words]) > 0.8
+def test_a_large_change_moves_and_a_precise_null_is_stable():
+    moves = _stability_words(np.random.default_rng(5), 3, 3.0, 400)
+    assert np.mean([w is Stability.MOVES for w in moves]) > 0.8
+    still = _stability_words(np.random.default_rng(6), 3, 0.0, 400, sd=0.05)
+    assert np.mean([w is Stability.STABLE for w in still]) > 0.8
 
 
 # -- what the design would need ------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""A report's direction verdicts calibrated on its own design (simulate.claims.calibration.calibrate): on the
-atlas's design (depths 4, 8, 16, 32; 3 seeds, or 2) the null scenarios keep the false-verdict rate per trend
-and per family at most nominal, the old endpoint rule (the negative control) does not, the papers' effect is
-detected at the analytic noncentral-t power of the design, and the table is the same for the same seed.
+"""A report's verdicts calibrated on its own design (simulate.claims.calibration.calibrate): on the atlas's design
+(depths 4, 8, 16, 32; 3 seeds, or 2) the null scenarios (heavy tails of cells and seeds, a rate step correlated
+with depth) keep the false-verdict rate per trend and per family at most nominal, the old rules (the endpoint
+rule, one slope across a rate's step: the negative controls) do not, the papers' effect is detected at the
+analytic noncentral-t power of the design and its size is rejected at most at the nominal rate, a share's
+binomial floor is in the drawn studies, and the table is the same for the same seed.
 
 Tolerances: Monte-Carlo standard errors of the calibration's own studies (a rate at most ``nominal + 3 se``,
 a power within ``3 se`` of its analytic value, ``se`` binomial at the target); failing assertions print the
@@ -29,6 +31,7 @@ CENTRED = np.log(DEPTHS) - np.log(DEPTHS).mean()  # (4,)
 SXX = float(CENTRED @ CENTRED)
 ALPHA = 0.05
 STUDIES = 2000  # binomial se 0.0049 at 0.05
+NULLS = ("no trend", "heavy-tailed cells, no trend", "heavy-tailed seeds, no trend", "rate step, no trend")
 
 
 def _design(ratio: float, seeds: int = 3, seed_var: float = 1.0, x=DEPTHS) -> TrendDesign:
@@ -65,13 +68,13 @@ def assert_rate_near(rate: float, target: float, trials: int, label: str, limit:
 
 @pytest.mark.parametrize("ratio, seeds", [(0.0, 3), (1.0, 3), (2.0, 3), (4.0, 3), (2.0, 2)])
 def test_a_trend_alone_keeps_its_null_rates_at_nominal(ratio, seeds):
-    """A family of one (no adjustment): the null, bent and heavy-tailed nulls give a false direction verdict in at
+    """A family of one (no adjustment): every null (heavy tails, a rate step) gives a false direction verdict in at
     most 5 % of the studies; the table says the design's cell-to-seed ratio."""
     table = calibrate([_trend("p2-depth-jac", _design(ratio, seeds))], Inference(), studies=STUDIES, seed=1)
     trend = table[table["claim"] == "p2-depth-jac"]
     assert trend["cell_to_seed"].to_numpy() == pytest.approx(ratio, abs=1e-12)
     assert (trend["seeds"] == seeds).all() and (trend["cells"] == 4).all() and (trend["studies"] == STUDIES).all()
-    for scenario in ("no trend", "bent, no trend", "heavy-tailed, no trend"):
+    for scenario in NULLS:
         rate = _rates(table, scenario)
         assert rate["p2-depth-jac"] == rate["family"]  # a family of one
         assert_rate_at_most(rate["p2-depth-jac"], STUDIES, f"{scenario}, ratio {ratio:g}, {seeds} seeds")
@@ -82,10 +85,12 @@ FAMILY = {"p2-depth-jac": _design(0.0), "p2-depth-causal": _design(1.0), "p1-lns
 
 
 def test_a_family_keeps_its_family_wise_error_at_nominal():
-    """Six trends of different designs, Holm's adjustment: per trend and for the family (any false verdict) at
-    most 5 % under every null scenario."""
+    """Six trends of different designs, Bonferroni's adjustment (and Holm's): per trend and for the family (any
+    false verdict) at most 5 % under every null scenario."""
     table = calibrate([_trend(c, d) for c, d in FAMILY.items()], Inference(), studies=STUDIES, seed=2)
-    for scenario in ("no trend", "bent, no trend", "heavy-tailed, no trend"):
+    holm = calibrate([_trend(c, d) for c, d in FAMILY.items()], Inference(multiplicity="holm"), studies=500, seed=2)
+    assert_rate_at_most(_rates(holm, "no trend")["family"], 500, "Holm, family")
+    for scenario in NULLS:
         rates = _rates(table, scenario)
         assert set(rates.index) == {*FAMILY, "family"}
         for claim, rate in rates.items():
@@ -116,7 +121,7 @@ def test_negative_control_the_endpoint_rule_fails_at_a_cell_to_seed_ratio_of_2()
 def test_the_papers_effect_is_detected_at_the_analytic_power(claim_id, noncentrality):
     """A family of one (Holm changes nothing): at the papers' slope the verdict is reached at the power of a
     two-sided t test on 2 dof with noncentrality ``reference / se`` (scipy's noncentral t, finite here)."""
-    reference = CLAIMS[claim_id].reference.trend
+    reference = CLAIMS[claim_id].reference_trend("depth")
     residual_var = SXX * (reference / noncentrality) ** 2  # the slope's se is reference / noncentrality
     seed_var = residual_var  # the seeds' part of it a third, the cell effect's two thirds
     design = TrendDesign(DEPTHS, (3,) * 4, seed_var, residual_var)
@@ -138,14 +143,15 @@ def test_the_detectable_column_is_at_holm_s_first_step_and_only_claims_with_a_re
     assert list(table.columns) == list(CALIBRATION_COLUMNS)
     assert list(dict.fromkeys(table["scenario"])) == list(SCENARIOS)
     power = table[table["scenario"] == "papers' effect"]
-    assert set(power["claim"]) == {"p1-lns-loss", "p2-depth-var-last"}  # the claims the papers give a slope
+    assert set(power["claim"]) == {"p1-lns-loss", "p2-depth-var-last"}  # the claims the papers give a slope (here)
     null = table[table["scenario"] == "no trend"].set_index("claim")
     for claim, design in FAMILY.items():
         se = math.sqrt(design.residual_var / SXX)
         assert null.loc[claim, "detectable"] == pytest.approx(detectable_slope(se, 2, ALPHA / len(FAMILY)), rel=1e-12)
         rate = null.loc[claim, "rate"]
         assert null.loc[claim, "rate_se"] == pytest.approx(math.sqrt(rate * (1 - rate) / 200), rel=1e-12, abs=1e-15)
-    assert math.isnan(null.loc["p2-depth-jac", "reference"]) and null.loc["p1-lns-loss", "reference"] == -0.032
+    assert math.isnan(null.loc["p2-depth-jac", "reference"])
+    assert null.loc["p1-lns-loss", "reference"] == CLAIMS["p1-lns-loss"].reference_trend("depth")
     alone = calibrate([_trend("p2-depth-jac", _design(1.0))], Inference(), studies=50)
     assert "papers' effect" not in set(alone["scenario"])  # nobody to show it for
 
@@ -165,18 +171,55 @@ def test_the_table_is_the_same_for_the_same_seed():
     assert not first["rate"].equals(other["rate"]), "another seed draws other studies"
 
 
-@pytest.mark.parametrize("x", [DEPTHS, (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)])
-def test_the_bent_null_has_no_linear_part_on_a_design_symmetric_in_log_x(x):
-    design = TrendDesign(tuple(x), (3,) * len(x), 0.0, 1.0)  # no seed noise: the cells are the bend itself
-    cells = _draw(np.random.default_rng(0), design, "bent, no trend", 0.0, 3)
-    means = np.stack([c.mean(axis=1) for c in cells], axis=1)  # (3, k)
-    slope, _, _, residual_var = cell_means_slope(np.log(np.asarray(x)), means)
-    assert np.abs(slope).max() < 1e-12 and residual_var.min() > 0.1, (slope, residual_var)  # a curve, not a line
+def test_the_rate_step_moves_the_cells_after_the_design_s_own_rate_change():
+    """The step falls where the line's rate changed (LNS's tuned line: 3e-3 at L = 2, 4, then 1e-2), and at the
+    middle of the axis where the line kept one rate; no seed or cell noise: the cells are the step itself."""
+    x = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+    changed = TrendDesign(x, (2,) * 6, 1.0, 1.0, rates=((0.003,),) * 2 + ((0.01,),) * 4)
+    one_rate = TrendDesign(x, (2,) * 6, 1.0, 1.0)
+    for design, first_after in ((changed, 2), (one_rate, 3)):
+        quiet = design._replace(within_var=0.0, residual_var=0.0)
+        means = np.stack([c.mean(axis=1) for c in _draw(np.random.default_rng(0), quiet, "rate step, no trend", 0.0,
+                                                         1)], axis=1)[0]  # (6,)
+        assert np.all(means[:first_after] == 0.0) and np.all(means[first_after:] == means[-1]), means
 
 
-def test_the_bent_null_has_no_linear_part_on_an_asymmetric_design():
-    x = (256.0, 384.0, 512.0)
-    design = TrendDesign(x, (3,) * 3, 0.0, 1.0)
-    cells = _draw(np.random.default_rng(0), design, "bent, no trend", 0.0, 1)
-    slope, _, _, _ = cell_means_slope(np.log(np.asarray(x)), np.stack([c.mean(axis=1) for c in cells], axis=1))
-    assert abs(float(slope[0])) < 1e-9, f"the bent null's slope per e-fold: {float(slope[0]):.3f}"
+def test_negative_control_one_slope_across_the_rate_s_step_fails():
+    """LNS's tuned design: a step where its rate changed and no depth effect. Holding each rate's level apart keeps
+    the false verdicts at nominal; one slope across the switch (the old rule) calls the step a trend."""
+    design = TrendDesign((2.0, 4.0, 8.0, 16.0, 32.0, 64.0), (2,) * 6, 1.0, 1.5,
+                         rates=((0.003,),) * 2 + ((0.01,),) * 4)
+    table = calibrate([_trend("p2-depth-jac", design)], Inference(), studies=STUDIES, seed=9)
+    assert_rate_at_most(_rates(table, "rate step, no trend")["p2-depth-jac"], STUDIES, "rate step, rate in the model")
+    ignored = _rates(table, "rate step, rate ignored (old)")["p2-depth-jac"]
+    with pytest.raises(AssertionError, match="ignored"):
+        assert_rate_at_most(ignored, STUDIES, "rate step, rate ignored")
+    assert (table.loc[table["claim"] == "p2-depth-jac", "rates"] == 2).all()
+
+
+@pytest.mark.parametrize("members", [1, 6])
+def test_the_papers_size_is_rejected_at_most_at_the_nominal_rate_where_it_is_true(members):
+    """Drawn at the papers' slope, the interval the verdict reads (simultaneous over the family) rejects the papers'
+    size in at most 5 % of studies; drawn at 0 with a precise design, it rejects it (the power to say smaller)."""
+    reference = CLAIMS["p1-lns-loss"].reference_trend("depth")
+    precise = TrendDesign(DEPTHS, (3,) * 4, 1e-6, 1e-6)
+    family = [_trend("p1-lns-loss", precise)] + [_trend("p2-depth-jac", _design(1.0))] * (members - 1)
+    table = calibrate(family, Inference(), studies=STUDIES, seed=10)
+    row = table[(table["scenario"] == "papers' effect") & (table["claim"] == "p1-lns-loss")].iloc[0]
+    assert_rate_at_most(row["size_rate"], STUDIES, f"size rejected at the papers' slope {reference:.3g}, "
+                                                   f"family of {members}")
+    null = table[(table["scenario"] == "no trend") & (table["claim"] == "p1-lns-loss")].iloc[0]
+    assert null["size_rate"] > 0.99, f"the papers' size rejected at a slope of 0: {null['size_rate']:.3f}"
+
+
+def test_a_share_s_binomial_floor_is_in_the_drawn_studies():
+    """Seeds that all count the same blocks (no seed noise, cells scattered below their blocks' binomial variance):
+    with the floor the slope's error is the blocks', and the false verdicts fall below the unfloored rule's."""
+    floor = (0.01,) * 4
+    design = TrendDesign(DEPTHS, (2,) * 4, 0.0, 0.002, floor=floor)
+    with_floor = _rates(calibrate([_trend("p2-depth-usefulness", design)], Inference(), studies=STUDIES, seed=11),
+                        "no trend")["p2-depth-usefulness"]
+    without = _rates(calibrate([_trend("p2-depth-usefulness", design._replace(floor=()))], Inference(),
+                               studies=STUDIES, seed=11), "no trend")["p2-depth-usefulness"]
+    assert_rate_at_most(with_floor, STUDIES, "share with its floor")
+    assert with_floor < without, f"floor {with_floor:.4f} against none {without:.4f} ({STUDIES} trials)"

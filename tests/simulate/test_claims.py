@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from simulate.engine import CONFIDENCE
 from simulate.claims import (CLAIMS, Interval, difference_interval, growth_claim, growth_summary, judge_growth,
                              t_interval, welch_interval)
 from theory.verdicts import GrowthClass, Verdict
@@ -102,9 +103,9 @@ def test_seed_intervals_match_scipy():
                                                                                      rel_tol=1e-9), (paired, ci)
     unpaired = difference_interval(dict(enumerate(a)), dict(enumerate(b)))
     assert unpaired.estimate.method == "Welch" and unpaired.n == 7 and unpaired.estimate == welch_interval(a, b), unpaired
-    assert Interval(1.0, 0.5, 1.5).signed_verdict(1) is Verdict.HOLDS
-    assert Interval(1.0, 0.5, 1.5).signed_verdict(-1) is Verdict.VIOLATED
-    assert Interval(0.1, -0.5, 0.7).signed_verdict(1) is Verdict.INCONCLUSIVE
+    assert Interval(1.0, 0.5, 1.5, 0.95).signed_verdict(1) is Verdict.HOLDS
+    assert Interval(1.0, 0.5, 1.5, 0.95).signed_verdict(-1) is Verdict.VIOLATED
+    assert Interval(0.1, -0.5, 0.7, 0.95).signed_verdict(1) is Verdict.INCONCLUSIVE
     assert Interval(0.1).signed_verdict(1) is Verdict.INCONCLUSIVE
 
 
@@ -134,7 +135,7 @@ def test_trained_rows_cover_every_claim_at_step_0_and_trained(tiny_claim_runs):
     one_seed = rows[rows["kind"] == "claim"]
     assert one_seed["verdict"].isin([Verdict.INCONCLUSIVE, Verdict.NOT_MEASURED, Verdict.UNRESOLVABLE]).all(), \
         "one seed gives no interval"
-    summary = trained_summary(rows)
+    summary = trained_summary(rows, CONFIDENCE)
     measured = summary["verdict trained"].ne("not measured")
     assert len(summary) == len(rows) // 2 and summary.loc[measured, "trained"].ne("").all(), summary
     assert "## Trained claims" in trained_section(rows)

@@ -1,5 +1,5 @@
 """The inference's building blocks against independent references (statsmodels, scipy), on generated inputs:
-the family's adjustment (Inference.adjust, Holm and Benjamini-Hochberg, NaNs left out), Wilson's score part
+the family's adjustment (Inference.adjust, Bonferroni, Holm and Benjamini-Hochberg, NaNs left out), Wilson's score part
 of share_interval, the cell-means slope (cell_means_slope: OLS of the cell means on log x), Welch's and the
 paired interval, and a law across depth's prediction interval for a mean of as many models as each cell has.
 
@@ -42,7 +42,7 @@ P_VALUES = st.lists(st.one_of(st.floats(0.0, 1.0), st.just(math.nan), st.sampled
 
 # -- the family's adjustment -------------------------------------------------------------------------------------
 @PROPERTY
-@given(p=P_VALUES, method=st.sampled_from([("holm", "holm"), ("bh", "fdr_bh")]))
+@given(p=P_VALUES, method=st.sampled_from([("bonferroni", "bonferroni"), ("holm", "holm"), ("bh", "fdr_bh")]))
 def test_adjust_equals_statsmodels_multipletests_with_nans_left_out(p, method):
     ours, theirs = method
     p = np.asarray(p, dtype=float)

@@ -255,8 +255,8 @@ def test_a_point_that_sees_its_corpus_more_than_twice_is_warned_about(tmp_path):
     ({"pairs = 1": "pairs = -1"}, "pairs=-1 is not allowed"),
     ({'data = "docs"': 'data = "no/such/file.txt"'}, "no such file"),
     ({'axes = ["depth"]': 'axes = ["depth"]\nconfidence = 1.5'}, "study.confidence=1.5 is not allowed: a real number in (0, 1)"),
-    ({'axes = ["depth"]': 'axes = ["depth"]\nmultiplicity = "bonferroni"'},
-     "study.multiplicity='bonferroni' is not allowed: one of holm, bh"),
+    ({'axes = ["depth"]': 'axes = ["depth"]\nmultiplicity = "sidak"'},
+     "study.multiplicity='sidak' is not allowed: one of bonferroni, holm, bh"),
     ({'axes = ["depth"]': 'axes = ["depth"]\nbootstrap = 50'}, "study.bootstrap=50 is not allowed: an integer >= 100"),
 ])
 def test_bad_specs_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, edit, message):

@@ -32,12 +32,12 @@ def _levels() -> list[Judgement]:
         Judgement(loss, "val_loss", Interval(-0.02, -0.03, -0.01, 0.95, "paired by seed", 0.004), Verdict.HOLDS, 3,
                   cell={"depth": 4, "steps": 1600}, detectable=0.012, stability=Stability.STABLE,
                   change=Interval(0.001, -0.002, 0.004, 0.95, "t over seeds", 0.0007)),
-        Judgement(loss, "val_loss", Interval(-0.01, -0.05, 0.03), Verdict.UNRESOLVABLE, 2,
+        Judgement(loss, "val_loss", Interval(-0.01, -0.05, 0.03, 0.95), Verdict.UNRESOLVABLE, 2,
                   cell={"depth": 8, "steps": 800}, detectable=0.09, stability=Stability.MOVES),
-        Judgement(growth, "growth_exponent", Interval(1.2, 0.9, 1.5), Verdict.NO_DIRECTION, 3,
+        Judgement(growth, "growth_exponent", Interval(1.2, 0.9, 1.5, 0.95), Verdict.NO_DIRECTION, 3,
                   comment="8 blocks cannot identify a class", growth_class=GrowthClass.NOT_IDENTIFIABLE,
-                  cell={"depth": 8, "steps": 1600}, stability=Stability.UNRESOLVED),
-        Judgement(growth, "growth_rate", Interval(0.1, 0.05, 0.15), Verdict.NO_DIRECTION, 3,
+                  cell={"depth": 8, "steps": 1600}, stability=Stability.CANNOT_TELL),
+        Judgement(growth, "growth_rate", Interval(0.1, 0.05, 0.15, 0.95), Verdict.NO_DIRECTION, 3,
                   growth_class=GrowthClass.EXPONENTIAL, cell={"depth": 32, "steps": 1600}),
         Judgement(share, "useful_share", NO_INTERVAL, Verdict.NOT_MEASURED, 0, cell={"depth": 16, "steps": 1600}),
     ]
@@ -50,17 +50,17 @@ def _trends() -> list[TrendJudgement]:
     return [
         TrendJudgement(loss, "val_loss", "depth", {"width": 64, "steps": 1600}, "tuned", 12, 0, 0, 4, slope, 0.2,
                        0.04, 0.08, -1, Verdict.HOLDS, shape="falls monotonically", detectable=0.02,
-                       stability=Stability.STABLE, change=Interval(0.002, -0.001, 0.005), design=design,
+                       stability=Stability.STABLE, change=Interval(0.002, -0.001, 0.005, 0.95), design=design,
                        in_family=True),
         TrendJudgement(jac, "jac_dev_total", "depth", {"width": 64, "steps": 1600}, "fixed", 12, 1, 0, 4,
-                       Interval(0.1, -0.4, 0.6), 0.01, 0.6, 1.0, -1, Verdict.UNRESOLVABLE,
+                       Interval(0.1, -0.4, 0.6, 0.95), 0.01, 0.6, 1.0, -1, Verdict.UNRESOLVABLE,
                        shape="not monotone: rises 4..8, falls 8..32", needs="6 seeds per cell; or about 6 cells "
                        "(to 128) at 3 seeds", stability=Stability.MOVES, design=design, in_family=True),
         TrendJudgement(loss, "val_loss", "lr", {"width": 64, "steps": 1600}, "tuned", 9, 0, 2, 3,
-                       Interval(0.5, 0.1, 0.9), math.nan, math.nan, math.nan, None, Verdict.NO_DIRECTION),
+                       Interval(0.5, 0.1, 0.9, 0.95), math.nan, math.nan, math.nan, None, Verdict.NO_DIRECTION),
         TrendJudgement(loss, "val_loss", "width", {"steps": 800}, "tuned", 6, 0, 0, 2, Interval(0.01), math.nan,
-                       math.nan, math.nan, -1, Verdict.TOO_FEW_AXIS_VALUES, stability=Stability.UNRESOLVED),
-        TrendJudgement(growth, "var_last", "depth", {}, "trained", 12, 0, 0, 4, Interval(2.3, 2.1, 2.5), 0.3,
+                       math.nan, math.nan, -1, Verdict.TOO_FEW_AXIS_VALUES, stability=Stability.CANNOT_TELL),
+        TrendJudgement(growth, "var_last", "depth", {}, "trained", 12, 0, 0, 4, Interval(2.3, 2.1, 2.5, 0.95), 0.3,
                        math.nan, math.nan, None, Verdict.VIOLATED),
     ]
 
@@ -92,7 +92,8 @@ def test_the_frames_hold_the_enum_members_and_the_declared_columns():
     assert levels["verdict"].iloc[0] is Verdict.HOLDS and levels["stability"].iloc[3] is None
     assert trends["direction"].tolist() == ["falls", "falls", "", "falls", ""]
     assert trends["group"].tolist()[2:] == ["width=64, steps=1600", "steps=800", "all"]
-    assert trends["reference"].iloc[0] == -0.032 and math.isnan(trends["reference"].iloc[1])
+    assert trends["reference"].iloc[0] == CLAIMS["p1-lns-loss"].reference_trend("depth")
+    assert math.isnan(trends["reference"].iloc[1])
 
 
 def test_written_tables_read_back_with_every_word_parsed_into_its_enum(tmp_path):
@@ -186,6 +187,6 @@ def test_without_a_standard_error_z_reads_the_half_width_at_its_own_confidence(c
 
 
 def test_z_is_nan_without_a_finite_interval_of_positive_width():
-    for interval in (Interval(1.0), Interval(1.0, 0.0, math.inf), Interval(1.0, 1.0, 1.0), NO_INTERVAL,
-                     Interval(1.0, 0.0, 2.0, se=0.0)):
+    for interval in (Interval(1.0), Interval(1.0, 0.0, math.inf, 0.95), Interval(1.0, 1.0, 1.0, 0.95), NO_INTERVAL,
+                     Interval(1.0, 0.0, 2.0, 0.95, se=0.0)):
         assert math.isnan(interval.z()), interval

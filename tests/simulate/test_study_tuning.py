@@ -18,7 +18,7 @@ from simulate.study import load_study, read_study, run_studies, write_reports
 from simulate.study.cli import main as study_main
 from simulate.study.spec import StudyError, parse_study
 from simulate.study.tuning import DIVERGED_LOSS, choose_rate, resolve_tuning, tuning_points, unplanned_points
-from simulate.claims.along_axes import STABLE_FRACTION
+from simulate.claims.definitions import MARGINS
 from theory.verdicts import Stability
 
 SPEC = """
@@ -96,11 +96,12 @@ def test_every_full_length_level_tests_its_change_from_the_shorter_models(tuned)
     for row in full.itertuples():
         assert row.change_low <= row.change <= row.change_high, row
         assert isinstance(row.stability, Stability), row
-        margin = STABLE_FRACTION * abs(row.mean)
+        margin = MARGINS[row.statistic].level  # declared before the data, not taken from the estimate
+        assert row.margin == margin and row.change_confidence == pytest.approx(0.9), row  # two one-sided tests at 0.05
         if row.stability is Stability.STABLE:
             assert -margin < row.change_low and row.change_high < margin, row
         elif row.stability is Stability.MOVES:
-            assert row.change_low > 0 or row.change_high < 0, row
+            assert row.change_low > margin or row.change_high < -margin, row
     assert levels.loc[levels["steps"] == 6, "stability"].isna().all()
     assert results.trends["stability"].isna().all() and (results.trends["cells"] == 2).all()
     text = (out / "tuned" / "study.md").read_text()
@@ -228,8 +229,10 @@ def test_a_model_whose_cell_chose_past_the_edge_is_not_shipped(tmp_path):
 
 
 def test_compare_needs_export_and_the_old_reports(tuned, tmp_path, capsys):
+    """A folder of the study without its reports is refused; a study the old run has no folder of is new."""
     _, out, _ = tuned
     spec = str(Path(out).parent / "tuned.toml")
+    (tmp_path / "old" / "tuned").mkdir(parents=True)
     for extra, words in (([], "--compare is allowed only with --export"),
                          (["--export", str(tmp_path / "copy")], "it has no tuned/levels.csv")):
         with pytest.raises(SystemExit) as stop:
@@ -237,6 +240,10 @@ def test_compare_needs_export_and_the_old_reports(tuned, tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert stop.value.code == 2 and len(err) == 1 and words in err[0], err
     assert not (tmp_path / "copy").exists()
+    (tmp_path / "none").mkdir()
+    assert study_main([spec, "--out", str(out), "--report-only", "--export", str(tmp_path / "copy"),
+                       "--compare", str(tmp_path / "none")]) == 0
+    assert "New since" in (tmp_path / "copy" / "changes-from-none.md").read_text()
 
 
 def test_compare_lists_the_verdicts_that_changed(tuned, tmp_path):
