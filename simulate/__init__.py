@@ -10,11 +10,18 @@ jacobian) ends at a statistics table; the services (cache, compare, verify, benc
 sit above it. Importing the package imports nothing heavy: the names above are loaded on
 first use, so a command line can call :func:`simulate.runtime.process.configure_process`
 before torch is loaded.
+
+Importing it sets ``OMP_WAIT_POLICY=PASSIVE`` where the variable is unset and torch is not loaded yet
+(:func:`simulate.runtime.process.set_wait_policy`): torch's OpenMP threads then sleep instead of spinning between
+the small ops of a Monte-Carlo run, which on a shared machine made a library user's run 60 times slower
+(docs/design.md#process-setup). Import :mod:`simulate` before torch, or set the variable yourself, to have it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from simulate.runtime.process import set_wait_policy
 
 from simulate.runtime.lazy import lazy_exports
 
@@ -30,4 +37,5 @@ _HOMES = {"simulate": "simulate.engine.stack", "NumericalBlowUp": "simulate.engi
           "METRICS": "simulate.engine.metrics"}
 
 
+set_wait_policy()
 __getattr__, __dir__ = lazy_exports("simulate", _HOMES, globals())

@@ -17,14 +17,40 @@ Imports no torch and nothing of ``simulate``.
 'paper'
 """
 
-from theory.setting import Setting, SettingError
-from theory import architecture
-from theory.symbolic import bounds, jacobians, recursions, symbols
-from theory.symbolic.lemmas import LEMMA_IDS, LEMMAS, Lemma, derive_growth, growth_class, lemma
-from theory.meanfield.prediction import predict, weight_decay_bound, weight_decay_variance
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # never run: the homes of the names below, for type checkers and the import walkers
+    from theory import architecture  # noqa: F401
+    from theory.meanfield.prediction import predict, weight_decay_bound, weight_decay_variance  # noqa: F401
+    from theory.setting import Setting, SettingError  # noqa: F401
+    from theory.symbolic import bounds, jacobians, recursions, symbols  # noqa: F401
+    from theory.symbolic.lemmas import LEMMA_IDS, LEMMAS, Lemma, derive_growth, growth_class, lemma  # noqa: F401
 
 __all__ = [
     "Setting", "SettingError", "architecture", "Lemma", "LEMMAS", "LEMMA_IDS", "lemma", "growth_class",
     "derive_growth", "symbols", "recursions", "jacobians", "bounds",
     "predict", "weight_decay_variance", "weight_decay_bound",
 ]
+
+# Loaded on first use (PEP 562): ``python -m theory predict`` needs neither sympy nor the lemma registry.
+_HOMES = {"Setting": "theory.setting", "SettingError": "theory.setting",
+          **dict.fromkeys(("Lemma", "LEMMAS", "LEMMA_IDS", "lemma", "growth_class", "derive_growth"),
+                          "theory.symbolic.lemmas"),
+          **dict.fromkeys(("predict", "weight_decay_variance", "weight_decay_bound"), "theory.meanfield.prediction")}
+_MODULES = {"architecture": "theory.architecture", **{name: f"theory.symbolic.{name}" for name in
+                                                      ("symbols", "recursions", "jacobians", "bounds")}}
+
+
+def __getattr__(name: str):
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name])
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'theory' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

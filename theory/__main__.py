@@ -20,17 +20,19 @@ import sys
 import textwrap
 from typing import Sequence
 
-import sympy as sp
+from typing import TYPE_CHECKING
+
 from tqdm import tqdm
 
-from theory.accuracy import MAP_PATH, law_accuracy
 from theory.cli import (CliParser, add_progress_argument, estimated_size, fail, format_bytes, output_path,
                         progress_enabled, table_format, write_table)
 from theory.files import atomic_write
-from theory.layer_selection import LAYERS_ALLOWED, LayerSelection, layer_selection_type, rows_at_layers
+from theory.layer_selection import LAYERS_ALLOWED, LayerSelection, layer_selection_type
 from theory.meanfield.finite_width import add_width_law_argument, check_width_law
 from theory.setting import SettingError, add_setting_arguments, setting_from_args
-from theory.symbolic.lemmas import LEMMAS, Lemma
+
+if TYPE_CHECKING:  # the lemma registry and sympy are loaded by list and show only: predict needs neither
+    from theory.symbolic.lemmas import Lemma
 
 __all__ = ["main", "build_parser", "format_list", "format_show", "predict_main", "first_non_finite"]
 
@@ -42,6 +44,8 @@ DEFAULT_LOG_LAYERS = 1000  # ... and this many log-spaced layers above it
 
 def build_parser() -> CliParser:
     """The parser of ``python -m theory`` (``predict`` is dispatched before parsing)."""
+    from theory.symbolic.lemmas import LEMMAS
+
     parser = CliParser(prog=PROG, description="Lemmas of the depth workbench: paper statements, "
                        "exact random-init laws and the aligned bridge (docs/derivations.md).")
     commands = parser.add_subparsers(dest="command", metavar="{list,show,predict}", required=True,
@@ -62,6 +66,10 @@ def build_parser() -> CliParser:
 def format_list(kind: str | None = None) -> str:
     """``ID  SOURCE  statement`` lines, columns aligned, for all lemmas or one kind; a derived law's line ends with
     ``[exact for: ...]``, the curves of ``theory predict`` it labels exact (its others are approximate)."""
+    import sympy as sp
+
+    from theory.symbolic.lemmas import LEMMAS
+
     chosen = [entry for entry in LEMMAS.values() if kind in (None, entry.kind)]
     id_width = max(len(entry.id) for entry in chosen)
     source_width = max(len(entry.source) for entry in chosen)
@@ -74,6 +82,8 @@ def _indent(text: str) -> str:
 
 
 def _pretty(expr, unicode: bool) -> str:
+    import sympy as sp
+
     return sp.pretty(expr, use_unicode=unicode, wrap_line=False)
 
 
@@ -92,6 +102,10 @@ def _check_result(entry: Lemma, run: bool) -> str:
 
 def format_show(entry: Lemma, *, unicode: bool = True, run_check: bool = True) -> str:
     """The full description of one lemma, as ``show`` prints it."""
+    import sympy as sp
+
+    from theory.accuracy import MAP_PATH, law_accuracy
+
     kind = f"exact for: {entry.exact_for}" if entry.exact_for else entry.kind
     parts = [f"{entry.id}  [{kind}]  {entry.source}", entry.title, "",
              "Statement:", _indent(_pretty(entry.statement, unicode)),
@@ -142,7 +156,7 @@ def predict_main(argv: Sequence[str] | None = None) -> int:
     rows and the estimated size on stderr, then writes CSV, or Parquet for a ``.parquet`` path, atomically.
     Bad input exits with code 2 and one line on stderr; no file is written.
     """
-    from theory.meanfield.prediction import predict
+    from theory.meanfield.prediction import predict_with_first_non_finite
 
     prog = "python -m theory predict"
     parser = CliParser(prog=prog, description="Per-layer predictions (columns layer,metric,law,kind,value) "
@@ -176,10 +190,8 @@ def predict_main(argv: Sequence[str] | None = None) -> int:
     with tqdm(total=2, desc="predict", unit="stage", disable=not progress_enabled(args.progress),
               file=sys.stderr) as bar:  # the recursion is vectorised: two stages, each seconds at depth 10^6
         bar.set_postfix_str(f"recursion over {setting.depth} blocks")
-        full = predict(setting, width_law=args.width_law)
-        blow_up = first_non_finite(full)  # the first layer of all, kept or not
-        table = rows_at_layers(full, layers, setting.depth)
-        del full
+        table, first_bad = predict_with_first_non_finite(setting, args.width_law, layers)  # rows at the layers only
+        blow_up = first_non_finite(first_bad)  # the first layer of all, kept or not
         bar.update()
         bar.set_postfix_str(f"writing {len(table)} rows")
         tqdm.write(f"{prog}: writing {len(table):,} rows (~{format_bytes(estimated_size(table, fmt))}) to {out}",
@@ -219,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "predict":
         return _run_predict(argv[1:])
+    from theory.symbolic.lemmas import LEMMAS
+
     args = build_parser().parse_args(argv)
     if args.command == "list":
         _emit(format_list(args.kind))

@@ -1,8 +1,8 @@
 """Which layers of a per-layer table to keep: the ``--layers`` flag of ``python -m theory predict``.
 
 A table over ``0..depth`` has ``depth + 1`` rows per curve; at depth 10^6 its CSV is about 576 MB.
-:class:`LayerSelection` names a subset (all, a stride, a log-spaced set, a list) and
-:func:`rows_at_layers` keeps those rows.
+:class:`LayerSelection` names a subset (all, a stride, a log-spaced set, a list), and
+:func:`theory.meanfield.prediction.predict` (``layers=``) builds only those rows.
 """
 
 from __future__ import annotations
@@ -10,14 +10,11 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 import numpy as np
 
-if TYPE_CHECKING:
-    import pandas
-
-__all__ = ["LayerSelection", "LAYERS_ALLOWED", "layer_selection_type", "rows_at_layers"]
+__all__ = ["LayerSelection", "LAYERS_ALLOWED", "layer_selection_type"]
 
 LAYERS_ALLOWED = ("all, every:K (K >= 1: layers 0, K, 2K, ... and the last), log:N (N >= 2: N "
                   "log-spaced layers, 0 and the last among them) or a comma list of layers in 0..depth "
@@ -121,14 +118,3 @@ def layer_selection_type(text: str) -> LayerSelection:
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
-
-def rows_at_layers(table: pandas.DataFrame, layers: np.ndarray, depth: int) -> pandas.DataFrame:
-    """The rows of a per-layer ``table`` (column ``layer`` in 0..depth) whose layer is in ``layers``.
-
-    >>> import pandas as pd
-    >>> rows_at_layers(pd.DataFrame({"layer": [0, 1, 2, 2]}), np.array([0, 2]), 2).layer.tolist()
-    [0, 2, 2]
-    """
-    keep = np.zeros(depth + 1, dtype=bool)  # (depth + 1,)
-    keep[layers] = True
-    return table[keep[table["layer"].to_numpy()]].reset_index(drop=True)

@@ -1,5 +1,8 @@
 """``python -m simulate bench [--quick] [--device] [--out DIR] [--no-ablate] [--repeat N] [--scaling] [--train]
-[--batches B,B,... [--layouts 1x2,2x1]] [--sweep [--workers N]]``.
+[--batches B,B,... [--layouts 1x2,2x1]] [--sweep [--workers N]] [--theory [--law-noise]]``.
+
+``--theory``: the theory's prediction times against the mean-field law's (and with ``--law-noise`` the
+finite-width law's own noise against the simulator's standard error), :mod:`simulate.bench.theory`.
 
 Writes ``DIR/bench.csv`` and ``DIR/bench_checks.csv`` (:mod:`simulate.bench`); exit 1 when the
 statistics of ours and the reference disagree by more than :data:`Z_FAIL` standard errors.
@@ -39,6 +42,11 @@ def build_parser() -> CliParser:
                         help="also time depth/width/tokens/samples sweeps at small sizes into DIR/scaling.csv")
     parser.add_argument("--threads", type=int_at_least(1), default=None,
                         help="torch CPU threads (default: as set; on a busy machine 1 avoids oversubscription)")
+    parser.add_argument("--theory", action="store_true",
+                        help="time theory predict (finite-width against mean-field law) instead -> DIR/bench_theory.csv")
+    parser.add_argument("--law-noise", action="store_true",
+                        help="with --theory: the finite-width law's spread over its seeds against the simulator's sem "
+                             "-> DIR/bench_law_noise.csv (minutes)")
     parser.add_argument("--sweep", action="store_true",
                         help="only the sweep engines: 16 Monte-Carlo points serial vs the local pool, and Ray's "
                              "per-point overhead -> DIR/bench_sweep.csv")
@@ -114,6 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         fail(PROG, "--layouts is allowed only with --batches (the layouts of the batch-size rows)")
     if args.workers is not None and not args.sweep:
         fail(PROG, "--workers is allowed only with --sweep (the local engine's processes)")
+    if args.law_noise and not args.theory:
+        fail(PROG, "--law-noise is allowed only with --theory (the law's noise beside its speed)")
+    if args.theory:
+        from simulate.bench.theory import run_theory_bench
+
+        return run_theory_bench(out, args.quick, args.law_noise, args.repeat)
     if args.sweep:
         from simulate.bench.sweep import run_sweep_bench
 

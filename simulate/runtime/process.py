@@ -12,7 +12,8 @@ paper_figs`` (and by the test suite's conftest), before torch is imported:
   faults and ~10% of a LLaMA run's CPU time); the resident set then stays at its peak.
 - ``torch.set_num_threads($DEPTH_WORKBENCH_THREADS)`` where that variable is set.
 
-A library user who imports :mod:`simulate` gets none of this unless they call it.
+A library user who imports :mod:`simulate` gets the wait policy (:func:`set_wait_policy`, called by the package's
+``__init__``) and none of the rest unless they call :func:`configure_process`.
 
 >>> configure_process() is None
 True
@@ -24,7 +25,7 @@ import ctypes
 import os
 import sys
 
-__all__ = ["configure_process"]
+__all__ = ["configure_process", "set_wait_policy"]
 
 
 def _keep_freed_memory() -> None:
@@ -39,10 +40,21 @@ def _keep_freed_memory() -> None:
         pass
 
 
-def configure_process() -> None:
-    """Set the OpenMP wait policy, malloc thresholds and torch's thread count (module docstring)."""
+def set_wait_policy() -> bool:
+    """``OMP_WAIT_POLICY=PASSIVE`` unless the variable is set or torch is loaded (OpenMP reads it once, when torch
+    starts its threads); True when the policy in effect is PASSIVE.
+
+    >>> set_wait_policy() == (os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE")
+    True
+    """
     if "torch" not in sys.modules:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE"
+
+
+def configure_process() -> None:
+    """Set the OpenMP wait policy, malloc thresholds and torch's thread count (module docstring)."""
+    set_wait_policy()
     _keep_freed_memory()
     if "DEPTH_WORKBENCH_THREADS" in os.environ:
         import torch

@@ -71,6 +71,7 @@ def test_bench_quick_writes_the_table(tmp_path, capsys):
     (["--bogus"], "unrecognized arguments"),
     (["--device", "tpu"], "invalid choice"),
     (["--threads", "0"], "--threads: '0' is not allowed"),
+    (["--law-noise"], "--law-noise is allowed only with --theory"),
 ])
 def test_bench_bad_input_is_one_line_exit_2(argv, needle, tmp_path, capsys):
     from simulate.bench.cli import main
@@ -80,6 +81,39 @@ def test_bench_bad_input_is_one_line_exit_2(argv, needle, tmp_path, capsys):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
+
+
+def test_theory_bench_rows(tmp_path, monkeypatch, capsys):
+    """``bench --theory``: one row per case and law, the mean-field row the ratios' base, the file written."""
+    import sys
+
+    from simulate.bench import theory as theory_bench
+    from simulate.bench.cli import main
+
+    command = [sys.executable, "-m", "theory", "predict", "--block", "linear", "--depth", "3", "--width", "16"]
+    monkeypatch.setattr(theory_bench, "speed_cases", lambda quick: [("process", command),
+                                                                    ("in process", Setting(depth=2, width=16, tokens=4))])
+    assert main(["--theory", "--quick", "--repeat", "1", "--out", str(tmp_path)]) == 0
+    table = pd.read_csv(tmp_path / "bench_theory.csv")
+    assert table.case.tolist() == ["process", "process", "in process", "in process"]
+    assert table.law.tolist() == ["finite-width", "mean-field"] * 2
+    assert (table[table.law == "mean-field"].ratio_to_mean_field == 1.0).all()
+    assert (table.median_s > 0).all() and (table.cpu_s > 0).all()
+    assert "bench_theory.csv" in capsys.readouterr().out
+
+
+def test_importing_simulate_sets_the_wait_policy():
+    """A library user's import of simulate (torch not loaded yet) gets OMP_WAIT_POLICY=PASSIVE; a set value stays."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import os, simulate; print(os.environ.get('OMP_WAIT_POLICY'))"
+    env = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    for preset, expected in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
+        run_env = env if preset is None else {**env, "OMP_WAIT_POLICY": preset}
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env, check=True)
+        assert result.stdout.strip() == expected
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-CUDA message")

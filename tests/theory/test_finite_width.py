@@ -15,6 +15,7 @@ from scipy.special import gammaln
 
 from theory.architecture import input_moments
 from theory.constraints import ConstraintError
+from theory.meanfield import finite_width
 from theory.meanfield.finite_width import (FINITE_WIDTH_MIN, mean_sample_cosine, resolve_width_law,
                                           sampled_attention, smoothed_kernel)
 from theory.meanfield.plan import build_plan
@@ -127,17 +128,42 @@ def test_width_law_choice_and_bounds():
 
 
 def test_reproducible_bit_for_bit():
+    """The same setting gives the same numbers, drawn again (the cache of the averages emptied) or not."""
     setting = Setting(depth=3, width=32, tokens=16)
-    first, second = predict(setting, "finite-width"), predict(setting, "finite-width")
+    first = predict(setting, "finite-width")
+    finite_width.clear_attention_cache()
+    second, third = predict(setting, "finite-width"), predict(setting, "finite-width")
     assert np.array_equal(first["value"].to_numpy(), second["value"].to_numpy(), equal_nan=True)
+    assert np.array_equal(first["value"].to_numpy(), third["value"].to_numpy(), equal_nan=True)
     assert not np.array_equal(first["value"].to_numpy(), predict(setting, "mean-field")["value"].to_numpy(),
                               equal_nan=True)
+    other = predict(setting, "finite-width", law_seed=1)["value"].to_numpy()  # another draw of the average
+    assert not np.array_equal(first["value"].to_numpy(), other, equal_nan=True)
+
+
+@pytest.mark.parametrize("causal, rope", [(True, True), (False, False)])
+def test_control_variates_have_their_means(causal, rope):
+    """The attention average's entrywise controls (finite_width._attention_draws) have the means it subtracts: the
+    uniform rows' ``Abar E[R_hat] Abar^T``, and 0 for the softmax expansion's linear and quadratic parts (4 sem)."""
+    tokens, width, head_dim, rng = 6, 16, 8, np.random.default_rng(5)
+    R = 0.4 + 0.6 * np.eye(tokens)
+    unit = finite_width._unit_tokens(np.linalg.cholesky(R), width, 20_000, rng)
+    _, controls, _ = finite_width._attention_draws(unit, 0.7 / math.sqrt(head_dim), head_dim, causal, rope, rng)
+    abar = np.tril(np.ones((tokens, tokens))) / np.arange(1, tokens + 1)[:, None] if causal else np.full(
+        (tokens, tokens), 1 / tokens)
+    expected = np.stack([(abar @ mean_sample_cosine(R, width) @ abar.T).ravel(), np.zeros(tokens**2),
+                         np.zeros(tokens**2)])
+    mean, sem = controls.mean(axis=0), controls.std(axis=0, ddof=1) / math.sqrt(len(controls))
+    z = (mean - expected) / np.where(sem > 0, sem, 1.0)
+    assert np.all(np.abs(z[sem > 1e-12]) < 4.5), np.abs(z).max()  # 108 entries: 4.5 is the family-wise 5 % limit
+    assert np.all(np.abs(mean - expected)[sem <= 1e-12] < 1e-12)
 
 
 @pytest.mark.slow
 def test_independent_of_blas_threads(tmp_path):
-    """Across BLAS thread counts the law is equal to rounding (OpenBLAS's threaded products sum in another order:
-    1e-12 relative at T = 64), far below the average's Monte-Carlo error of ~1e-3."""
+    """Across BLAS thread counts the law is the same: predict runs numpy's OpenBLAS on one thread
+    (theory.meanfield.blas_threads); where it cannot (another BLAS), threaded products sum in another order, 1e-12
+    relative at T = 64, far below the average's Monte-Carlo error of ~1e-3."""
     code = ("import numpy as np, sys; from theory import Setting, predict; "
             "t = predict(Setting(depth=3, width=256, tokens=64), 'finite-width'); "
             "np.save(sys.argv[1], t['value'].to_numpy())")

@@ -70,6 +70,19 @@ def test_many_moments_spline_is_accurate():
         np.testing.assert_allclose(many_moments(func, q, max_direct=10)[::499], func(q[::499]), rtol=5e-9)
 
 
+@pytest.mark.parametrize("knots", [4, 5, 41, 641])
+def test_not_a_knot_spline_is_scipys(knots):
+    """many_moments' own spline is scipy's CubicSpline (not-a-knot) to rounding, in range and extrapolated."""
+    from scipy.interpolate import CubicSpline
+
+    from theory.meanfield.gaussian import _not_a_knot_spline
+    rng = np.random.default_rng(knots)
+    x = np.linspace(-9.0, 3.0, knots)
+    y = np.log(second_moment("silu", 10.0**x)) if knots > 5 else rng.standard_normal(knots)
+    at = np.concatenate([x, rng.uniform(-10.0, 4.0, 1000)])
+    np.testing.assert_allclose(_not_a_knot_spline(x, y, at), CubicSpline(x, y)(at), rtol=1e-12, atol=1e-13)
+
+
 @pytest.mark.parametrize("name", ["relu", "gelu", "silu"])
 def test_derivative_kernel_against_monte_carlo(name):
     from theory.meanfield.gaussian import derivative_kernel

@@ -160,6 +160,42 @@ def test_depth_one_million_shape():
     assert set(table.columns) == {"layer", "metric", "law", "kind", "value"}
 
 
+@pytest.mark.parametrize("setting, layers", [(Setting(scheme="lns", depth=300, width=32, tokens=8), [0, 1, 7, 300]),
+                                             (Setting(scheme="post", block="mlp", depth=20, width=16), [20, 3])])
+def test_layers_are_the_rows_of_the_whole_table(setting, layers):
+    whole = predict(setting)
+    chosen = predict(setting, layers=layers)
+    expected = whole[whole.layer.isin(layers)].reset_index(drop=True)
+    assert len(chosen) == len(expected) > 0
+    for column in ("layer", "metric", "law", "kind"):
+        assert chosen[column].astype(str).tolist() == expected[column].astype(str).tolist()
+    np.testing.assert_array_equal(chosen.value.to_numpy(), expected.value.to_numpy())
+
+
+def test_first_non_finite_rows_cover_layers_left_out():
+    """A blow-up between the chosen layers is still found: each curve's first non-finite row over all layers."""
+    setting = Setting(scheme="none", block="mlp", activation="relu", depth=300, width=64, tokens=2, init_std=0.5)
+    whole = predict(setting)
+    table, first_bad = predict_module.predict_with_first_non_finite(setting, layers=[0, 300])
+    assert set(table.layer) == {0, 300} and not first_bad.empty
+    bad = whole[~np.isfinite(whole.value.to_numpy())]
+    expected = bad.groupby(["metric", "law"], observed=True)["layer"].min()
+    got = first_bad.set_index(["metric", "law"])["layer"]
+    assert {key: int(value) for key, value in got.items()} == {key: int(value) for key, value in expected.items()}
+
+
+def test_predict_imports_no_sympy():
+    """theory predict needs neither sympy, the lemma registry nor scipy.interpolate (their import is most of a quick
+    run's time); a deep transformer reads many_moments' spline."""
+    code = ("import sys, theory; theory.predict(theory.Setting(block='linear', depth=2, width=16)); "
+            "theory.predict(theory.Setting(preset='llama', scheme='lns', depth=5000, tokens=4), 'mean-field', [5000]); "
+            "print(sorted(name for name in ('sympy', 'theory.symbolic.lemmas', 'scipy.interpolate') "
+            "if name in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert result.stdout.strip() == "[]", result.stdout
+
+
 def _cli(args, cwd):
     return subprocess.run([sys.executable, "-m", "theory", "predict", *args], cwd=cwd, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})

@@ -49,12 +49,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from theory.meanfield.finite_width import (FiniteWidth, attention_nodes, mean_sample_cosine, sampled_attention,
-                                          smoothed_kernel)
+from theory.meanfield.finite_width import (ATTENTION_SEED, FiniteWidth, attention_nodes, mean_sample_cosine,
+                                          sampled_attention, smoothed_kernel)
 from theory.meanfield.gaussian import derivative_kernel, derivative_moment, second_moment
 from theory.meanfield.pair_recursion import static_moments
 from theory.meanfield.plan import ATTENTION, LINEAR, MOE, SublayerPlan
-from theory.meanfield.softmax_rows import RowTable, rope_cos, row_table, rope_spread, score_path, uniform_rows
+from theory.meanfield.softmax_rows import (RowTable, leading_block_sums, rope_cos, row_table, rope_spread,
+                                          score_key_traces, score_path, uniform_rows)
 from theory.meanfield.tables import derivative_table
 
 __all__ = ["RecursionContext", "recursion_context", "correlation", "token_cosine", "SublayerCov", "sublayer_cov",
@@ -78,9 +79,10 @@ class RecursionContext:
 
 
 def recursion_context(plan: SublayerPlan, tokens: int, causal: bool, head_dim: int,
-                      width_law: str = "mean-field") -> RecursionContext:
+                      width_law: str = "mean-field", law_seed: int = ATTENTION_SEED) -> RecursionContext:
     """The :class:`RecursionContext` of ``plan`` for ``tokens`` positions (row tables, uniform rows, RoPE), under
-    ``width_law`` ``mean-field`` or ``finite-width`` (:func:`theory.meanfield.finite_width.resolve_width_law`).
+    ``width_law`` ``mean-field`` or ``finite-width`` (:func:`theory.meanfield.finite_width.resolve_width_law`);
+    ``law_seed`` seeds the finite-width law's attention average (:class:`theory.meanfield.finite_width.FiniteWidth`).
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
@@ -95,7 +97,7 @@ def recursion_context(plan: SublayerPlan, tokens: int, causal: bool, head_dim: i
     finite = None
     if width_law == "finite-width":
         kernel = None if plan.kernel is None else smoothed_kernel(plan.kernel, plan.width, plan.activation == "swiglu")
-        finite = FiniteWidth(plan.width, head_dim, attention_nodes(int(plan.block[-1])), kernel)
+        finite = FiniteWidth(plan.width, head_dim, attention_nodes(int(plan.block[-1])), kernel, law_seed)
     return RecursionContext(static=static_moments(plan), causal=causal, rows=rows, period=period,
                             rope_spread=rope_spread(tokens, causal, head_dim) if plan.rope else None,
                             rope_cos=rope_cos(tokens, head_dim) if plan.rope else None,
@@ -140,7 +142,7 @@ def _row_square_sums(plan: SublayerPlan, n: int, R: np.ndarray, q_scale: float,
     ``S_t`` (T,); ``J_t`` (2, T): ``E tr J_t^2`` for the score path of the tangent.
     """
     n_vis = ctx.rows.visible
-    total = np.diag(np.cumsum(np.cumsum(R, axis=0), axis=1)) if ctx.causal else np.full(len(n_vis), R.sum())
+    total = leading_block_sums(R) if ctx.causal else np.full(len(n_vis), R.sum())
     with np.errstate(invalid="ignore", divide="ignore"):
         rho_t = np.where(n_vis > 1, (total - n_vis) / (n_vis * (n_vis - 1)), 0.0)
     if plan.rope:  # the rotated common part of the keys cancels only in part (rope_spread)
@@ -164,13 +166,12 @@ def _attention(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, q_scale
         if s is None:
             s, jac = _row_square_sums(plan, n, R, q_scale, ctx)
         if ctx.causal:
-            c1 = np.cumsum(np.cumsum(Q, axis=0), axis=1)
-            tr, one = np.cumsum(np.diag(Q)), np.diag(c1)
+            tr, one = np.cumsum(np.diag(Q)), leading_block_sums(Q)
         else:
             tr, one = np.full(len(n_vis), np.trace(Q)), np.full(len(n_vis), Q.sum())
         with np.errstate(invalid="ignore", divide="ignore"):
             extra = np.where(n_vis > 1, (s - 1 / n_vis) * (n_vis * tr - one) / (n_vis * (n_vis - 1)), 0.0)
-        out[np.diag_indices_from(out)] += extra
+        out.flat[:: len(out) + 1] += extra
     else:
         s = 1.0 / n_vis
     return plan.alpha_in[n] * plan.alpha_out[n] * out, s, jac
@@ -181,7 +182,7 @@ def _mlp(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, normed: bool,
     static = ctx.static
     if normed and not np.isnan(static["var"][n]):
         var = np.full(len(Q), static["var"][n])
-        pre = np.full(Q.shape, a_in * plan.in_scale2[n])
+        pre = np.float64(a_in * plan.in_scale2[n])  # one pre-activation variance, broadcast against R
     else:
         pre_d = a_in * np.diag(Q)
         var = plan.ffn_ratio * a_out * second_moment(plan.activation, pre_d)
@@ -198,7 +199,7 @@ def _mlp(plan: SublayerPlan, n: int, Q: np.ndarray, R: np.ndarray, normed: bool,
         corr = corr * R
     root = np.sqrt(var)
     out = np.outer(root, root) * corr
-    out[np.diag_indices_from(out)] = var
+    np.fill_diagonal(out, var)
     return out * _moe_overlap(plan, n, R) if plan.kind[n] == MOE else out
 
 
@@ -224,7 +225,8 @@ class SublayerCov:
     per-token cosine before/after; for :func:`tangent_step`: ``diag_in`` (T,), ``f_diag`` (T,),
     ``R`` (T, T), ``scale`` (T,), ``S`` (T,) and ``J`` (2, T) (attention; else None). Set by
     :func:`run_block`: the tangents' ``traces`` before and ``traces_after`` the sublayer, and an
-    MLP's tangent kernel ``mlp_tangent`` (T, T), shared by the block and end-to-end tangents.
+    MLP's tangent kernel ``mlp_tangent`` (T, T), or an attention's score-path traces ``key_traces`` (T, T)
+    (:func:`theory.meanfield.softmax_rows.score_key_traces`), shared by the block and end-to-end tangents.
     """
 
     K: np.ndarray
@@ -239,6 +241,7 @@ class SublayerCov:
     traces: tuple = ()
     traces_after: tuple = ()
     mlp_tangent: np.ndarray | None = None
+    key_traces: np.ndarray | None = None
 
 
 def sublayer_cov(plan: SublayerPlan, n: int, K: np.ndarray, ctx: RecursionContext) -> SublayerCov:
@@ -291,18 +294,18 @@ def _mlp_tangent_kernel(plan: SublayerPlan, n: int, R: np.ndarray, q: np.ndarray
     ``q`` (T,) pre-activation variances; unequal ``q``: geometric mean (exact for ReLU).
     """
     name = "silu" if plan.activation == "swiglu" else plan.activation
+    if np.all(q == q[0]):  # one variance: (1, 1) factors below, broadcast against R
+        q = q[:1]
     qq = np.sqrt(np.outer(q, q))
     if name == "relu":  # closed form (pi - arccos r)/(2 pi)
         return plan.ffn_ratio * plan.alpha_out[n] * plan.alpha_in[n] * derivative_kernel("relu", 1.0, R) \
             * (_moe_overlap(plan, n, R) if plan.kind[n] == MOE else 1.0)
     grid = plan.kernel.log_q  # the same q range as the forward kernel table of the plan
     dtab = derivative_table(name, float(np.exp(grid[0])), float(np.exp(grid[-1])))
-    uniform = bool(np.all(q == q[0]))
-    moment = (lambda f: np.full(len(q), float(f(q[:1])[0]))) if uniform else (lambda f: f(q))
-    dm = moment(lambda x: derivative_moment(name, x))
+    dm = derivative_moment(name, q)
     kern = np.sqrt(np.outer(dm, dm)) * dtab.correlation(np.maximum(qq, 1e-300), R)
     if plan.activation == "swiglu":
-        sm = moment(lambda x: second_moment("silu", x))
+        sm = second_moment("silu", q)
         kern = kern * qq * R + np.sqrt(np.outer(sm, sm)) * plan.kernel.correlation(np.maximum(qq, 1e-300), R)
     out = plan.ffn_ratio * plan.alpha_out[n] * plan.alpha_in[n] * kern
     return out * _moe_overlap(plan, n, R) if plan.kind[n] == MOE else out
@@ -314,7 +317,7 @@ def _moe_overlap(plan: SublayerPlan, n: int, R: np.ndarray) -> np.ndarray:
     extra = 1.0 if plan.shared_expert else 0.0
     gate2 = plan.gate2[n]
     overlap = plan.gate_overlap0 + (gate2 - plan.gate_overlap0) * np.clip(R, 0, 1)
-    overlap[np.diag_indices_from(overlap)] = gate2
+    np.fill_diagonal(overlap, gate2)
     return overlap + extra
 
 
@@ -355,7 +358,7 @@ def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: SublayerCov, c
     if normed:
         root = np.sqrt(diag)
         Cn = plan.in_scale2[n] * C / np.outer(root, root)
-        Cn[np.diag_indices_from(Cn)] *= proj
+        Cn.flat[:: len(Cn) + 1] *= proj
     else:
         Cn = C
     code = plan.kind[n]
@@ -365,16 +368,23 @@ def tangent_step(plan: SublayerPlan, n: int, C: np.ndarray, step: SublayerCov, c
         f = _attention(plan, n, Cn, step.R, plan.in_scale2[n] if normed else np.float64(np.mean(diag)), ctx,
                        s_given=step.S)[0]
         if step.J is not None and plan.alpha_qk[n] > 0:  # the path through the scores
-            Q = plan.in_scale2[n] * step.R if normed else step.R * np.sqrt(np.outer(diag, diag))
             f = f + plan.alpha_in[n] * plan.alpha_out[n] * plan.alpha_qk[n] * score_path(
-                Q, Cn, step.S, step.J, ctx.causal, ctx.rope_cos if plan.rope else None)
+                _score_input(plan, n, step), Cn, step.S, step.J, ctx.causal, ctx.rope_cos if plan.rope else None,
+                step.key_traces)
     else:
         f = (_mlp_tangent(plan, n, step) if step.mlp_tangent is None else step.mlp_tangent) * Cn
     if plan.norm_branch[n]:  # sandwich: the outer norm divides by the branch rms (projection ignored)
         safe = np.sqrt(np.where(step.f_diag > 0, step.f_diag, 1.0))
         f = f / np.outer(safe, safe)
-        f[np.diag_indices_from(f)] *= proj
+        f.flat[:: len(f) + 1] *= proj
     return C * np.outer(step.scale, step.scale) + plan.branch2[n] * f
+
+
+def _score_input(plan: SublayerPlan, n: int, step: SublayerCov) -> np.ndarray:
+    """The covariance ``Q`` (T, T) the scores of attention step ``n`` read (:func:`score_path`)."""
+    if plan.norm_input[n]:
+        return plan.in_scale2[n] * step.R
+    return step.R * np.sqrt(np.outer(step.diag_in, step.diag_in))
 
 
 def run_block(plan: SublayerPlan, block: int, K: np.ndarray, tangents: list, ctx: RecursionContext):
@@ -397,6 +407,9 @@ def run_block(plan: SublayerPlan, block: int, K: np.ndarray, tangents: list, ctx
         step = sublayer_cov(plan, n, K, ctx)
         if tangents and plan.kind[n] not in (LINEAR, ATTENTION):
             step = replace(step, mlp_tangent=_mlp_tangent(plan, n, step))
+        elif tangents and step.J is not None and plan.alpha_qk[n] > 0:
+            step = replace(step, key_traces=score_key_traces(_score_input(plan, n, step), ctx.causal,
+                                                             ctx.rope_cos if plan.rope else None))
         traces = tuple(np.trace(C) for C in tangents)
         tangents = [tangent_step(plan, n, C, step, ctx) for C in tangents]
         steps.append(replace(step, traces=traces, traces_after=tuple(np.trace(C) for C in tangents)))

@@ -135,8 +135,10 @@ def _by_regime(func, relu_part, relu_mean, q) -> np.ndarray:
     q = np.asarray(q, dtype=float)
     out = np.empty_like(q)
     small = q <= _SPLIT_Q
-    out[small] = gaussian_expectation(func, q[small])
-    out[~small] = _split_expectation(func, relu_part, relu_mean, q[~small])
+    if small.any():
+        out[small] = gaussian_expectation(func, q[small])
+    if not small.all():  # the panels cost their nodes' integrand even for no q
+        out[~small] = _split_expectation(func, relu_part, relu_mean, q[~small])
     return out
 
 
@@ -254,8 +256,9 @@ def many_moments(func, q, max_direct: int = 4096) -> np.ndarray:
 
     Evaluates ``func`` on the unique values when ``q`` has at most ``max_direct`` entries;
     otherwise on a log-spaced grid (40 points per decade) and interpolates
-    ``log func(q)`` by a cubic spline in ``log q`` (relative error < 5e-9 for the moments
-    of this module on ``[1e-9, 1e3]``, checked in the tests). For ``q <= 0`` the value is ``func(0)``.
+    ``log func(q)`` by a not-a-knot cubic spline in ``log q`` (:func:`_not_a_knot_spline`; relative error < 5e-9
+    for the moments of this module on ``[1e-9, 1e3]``, checked in the tests). For ``q <= 0`` the value is
+    ``func(0)``.
 
     >>> q = np.array([1.0, 1.0, 2.0])
     >>> bool(np.allclose(many_moments(lambda x: second_moment("silu", x), q), second_moment("silu", q)))
@@ -265,11 +268,48 @@ def many_moments(func, q, max_direct: int = 4096) -> np.ndarray:
     if q.size <= max_direct or q.min() <= 0:
         unique, inverse = np.unique(q, return_inverse=True)
         return func(unique)[inverse].reshape(q.shape)
-    from scipy.interpolate import CubicSpline  # here only: importing it costs most of a second
     lo, hi = math.log10(q.min()), math.log10(q.max())
     if hi - lo < 1e-12:
         return np.full(q.shape, float(func(np.array([q.flat[0]]))[0]))
     grid = np.linspace(lo, hi, max(8, int(math.ceil((hi - lo) * 40)) + 1))
     values = func(10.0**grid)
-    spline = CubicSpline(grid, np.log(values))
-    return np.exp(spline(np.log10(q)))
+    return np.exp(_not_a_knot_spline(grid, np.log(values), np.log10(q)))
+
+
+def _not_a_knot_spline(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The not-a-knot cubic spline through ``(x, y)`` (n >= 4 increasing knots) at the points ``at`` (any shape),
+    extrapolated by the end pieces: ``scipy.interpolate.CubicSpline(x, y)(at)`` to rounding, without importing
+    ``scipy.interpolate`` (most of a second; docs/design.md#speed-of-the-theory).
+
+    The knot slopes ``s`` solve scipy's tridiagonal system (interior rows
+    ``dx_i s_{i-1} + 2 (dx_{i-1} + dx_i) s_i + dx_{i-1} s_{i+1} = 3 (dx_i m_{i-1} + dx_{i-1} m_i)``, ``m`` the
+    secant slopes; the end rows make the third derivative continuous at the second and last-but-one knots),
+    here by the Thomas algorithm; each piece is then the cubic Hermite interpolant of its end values and slopes.
+
+    >>> x = np.linspace(0.0, 1.0, 6)
+    >>> _not_a_knot_spline(x, x**3 - x, np.array([0.25, 1.5])).round(12).tolist()  # a cubic is reproduced
+    [-0.234375, 1.875]
+    """
+    n, dx = len(x), np.diff(x)
+    slope = np.diff(y) / dx
+    lower, diag, upper, rhs = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    lower[1:-1], diag[1:-1], upper[1:-1] = dx[1:], 2 * (dx[:-1] + dx[1:]), dx[:-1]
+    rhs[1:-1] = 3 * (dx[1:] * slope[:-1] + dx[:-1] * slope[1:])
+    first, last = x[2] - x[0], x[-1] - x[-3]
+    diag[0], upper[0] = dx[1], first
+    rhs[0] = ((dx[0] + 2 * first) * dx[1] * slope[0] + dx[0] ** 2 * slope[1]) / first
+    lower[-1], diag[-1] = last, dx[-2]
+    rhs[-1] = (dx[-1] ** 2 * slope[-2] + (2 * last + dx[-1]) * dx[-2] * slope[-1]) / last
+    for i in range(1, n):  # forward elimination
+        w = lower[i] / diag[i - 1]
+        diag[i] -= w * upper[i - 1]
+        rhs[i] -= w * rhs[i - 1]
+    s = np.empty(n)
+    s[-1] = rhs[-1] / diag[-1]
+    for i in range(n - 2, -1, -1):  # back substitution
+        s[i] = (rhs[i] - upper[i] * s[i + 1]) / diag[i]
+    t = (s[:-1] + s[1:] - 2 * slope) / dx
+    cubic, square = t / dx, (slope - s[:-1]) / dx - t  # per piece: y_i + s_i h + square h^2 + cubic h^3
+    piece = np.clip(np.searchsorted(x, at, side="right") - 1, 0, n - 2)
+    h = at - x[piece]
+    return ((cubic[piece] * h + square[piece]) * h + s[:-1][piece]) * h + y[:-1][piece]

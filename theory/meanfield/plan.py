@@ -137,32 +137,42 @@ def build_plan(setting: Setting) -> SublayerPlan:
     ((3,), True, [1.0, 1.0, 1.0], 4.0)
     """
     subs = SUBLAYER_CODES[setting.block]
-    block = np.repeat(np.arange(1, setting.depth + 1), len(subs))  # (N,)
+    layers = np.arange(1, setting.depth + 1)  # (L,)
+    block = np.repeat(layers, len(subs))  # (N,)
     kind = np.tile(np.array(subs), setting.depth)
     wiring = architecture.placements(setting, block)  # fields (N,)
     raw = ~wiring.norm_input
     in_scale2 = wiring.input_scale**2
     branch2 = setting.mask_density * wiring.branch_scale**2
     alpha = setting.alpha
-    f = {role: architecture.weight_variance_factor(setting, block, role)
-         for role in ("q", "k", "v", "o", "up", "down", "linear", "router")}
-    alpha_in = alpha * np.select([kind == LINEAR, kind == ATTENTION], [f["linear"], f["v"]], f["up"])
-    alpha_out = np.select([kind == LINEAR, kind == ATTENTION], [np.ones(block.shape), alpha * f["o"]], alpha * f["down"])
-    alpha_qk = alpha**2 * f["q"] * f["k"]
+
+    def factor(role: str) -> np.ndarray:  # the weight's variance factor per block (L,): it depends on the block only
+        return architecture.weight_variance_factor(setting, layers, role)
+
+    def per_sublayer(columns: list) -> np.ndarray:  # one column (L,) or scalar per sublayer of a block -> (N,)
+        out = np.empty((setting.depth, len(subs)))
+        for position, column in enumerate(columns):
+            out[:, position] = column
+        return out.reshape(-1)  # block-major, as kind and block
+
+    roles_in, roles_out = {LINEAR: "linear", ATTENTION: "v"}, {ATTENTION: "o"}  # else W1 (up) and W2 (down)
+    alpha_in = per_sublayer([alpha * factor(roles_in.get(code, "up")) for code in subs])
+    alpha_out = per_sublayer([1.0 if code == LINEAR else alpha * factor(roles_out.get(code, "down")) for code in subs])
+    alpha_qk = np.repeat(alpha**2 * factor("q") * factor("k"), len(subs))
     q_in = np.where(raw, 1.0, in_scale2)
     attention = kernel = None
     if ATTENTION in subs:
         tau2_max = _RAW_TAU2_MAX if raw.any() else min(float(np.max(alpha_qk * q_in**2)), _TAU2_TABLE_MAX)
         attention = attention_table(setting.tokens, setting.causal, setting.head_dim, tau2_max)
     if MLP in subs or MOE in subs:
-        pre = alpha * f["up"] * q_in
+        pre = alpha * np.repeat(factor("up"), len(subs)) * q_in
         lo, hi = (1e-8, 1e8) if raw.any() else (float(pre.min()), float(pre.max()))
         kernel = kernel_table("silu" if setting.activation == "swiglu" else setting.activation, lo, hi)
     moe = kind == MOE
     gate2 = np.ones(kind.shape)  # (N,) 1 but at MoE steps, where each router's logits are N(0, alpha f_router q_in)
     if moe.any():
-        gate2[moe] = moe_gate_square_sums(setting.experts, setting.top_k, alpha * f["router"][moe] * q_in[moe],
-                                          setting.uniform_gates)
+        router = alpha * np.repeat(factor("router"), len(subs))[moe] * q_in[moe]
+        gate2[moe] = moe_gate_square_sums(setting.experts, setting.top_k, router, setting.uniform_gates)
     return SublayerPlan(
         kind=kind, block=block, norm_input=wiring.norm_input, in_scale2=in_scale2, norm_branch=wiring.norm_branch,
         branch2=branch2, stream_scale2=wiring.stream_scale**2, norm_after=wiring.norm_after_add, alpha_in=alpha_in, alpha_out=alpha_out, alpha_qk=alpha_qk,

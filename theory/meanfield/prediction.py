@@ -46,17 +46,17 @@ import math
 
 import numpy as np
 import pandas as pd
-import sympy as sp
 
 from theory.architecture import input_moments
+from theory.meanfield.blas_threads import one_blas_thread
 from theory.meanfield.covariance import UNIFORM_TAU2
-from theory.meanfield.finite_width import resolve_width_law
+from theory.meanfield.finite_width import ATTENTION_SEED, resolve_width_law
 from theory.meanfield.stack_recursion import StreamCurves, stream_recursion
 from theory.meanfield.plan import ATTENTION, LINEAR, MLP, MOE, SUBLAYER_CODES, SublayerPlan, build_plan
 from theory.setting import Setting
-from theory.symbolic.bounds import iterate_p1_lemma_3_2, iterate_p1_lns
+from theory.symbolic.iterations import iterate_p1_lemma_3_2, iterate_p1_lns
 
-__all__ = ["predict", "weight_decay_variance", "weight_decay_bound", "COLUMNS"]
+__all__ = ["predict", "predict_with_first_non_finite", "weight_decay_variance", "weight_decay_bound", "COLUMNS"]
 
 COLUMNS = ("layer", "metric", "law", "kind", "value")
 _PRE_LIKE = ("pre", "lns", "scaled-init", "depth-scaled-init", "layerscale")  # additive, normed inputs
@@ -64,6 +64,8 @@ _PRE_LIKE = ("pre", "lns", "scaled-init", "depth-scaled-init", "layerscale")  # 
 
 # -- weight decay (P2 Theorem 3) ----------------------------------------------------------
 def _weight_decay_lambdified(expr):
+    import sympy as sp
+
     from theory.symbolic.symbols import eta, lam, sigma_G, t, u0_var
     u0 = sp.Symbol("u0")
     return sp.lambdify((t, eta, lam, sigma_G, u0), expr.xreplace({u0_var: u0}), "numpy")
@@ -187,8 +189,12 @@ def _rows(layer, metric: str, law: str, kind, value) -> tuple:
 _KINDS = ("exact", "approx", "upper", "lower")
 
 
-def _table(groups: list[tuple]) -> pd.DataFrame:
-    """Concatenate row groups into the long table (categorical string columns, built fast)."""
+def _table(groups: list[tuple], keep: np.ndarray | None = None) -> pd.DataFrame:
+    """Concatenate row groups into the long table (categorical string columns, built fast); ``keep`` (depth + 1,)
+    bool: only the rows of the layers it marks."""
+    if keep is not None:
+        groups = [(layer[keep[layer]], metric, law, kind[keep[layer]], value[keep[layer]])
+                  for layer, metric, law, kind, value in groups]
     sizes = [len(group[0]) for group in groups]
     metrics = sorted({group[1] for group in groups})
     laws = sorted({group[2] for group in groups})
@@ -274,7 +280,7 @@ def _paper_rows(setting: Setting, plan: SublayerPlan) -> list[tuple]:
     return frames
 
 
-def predict(setting: Setting, width_law: str = "auto") -> pd.DataFrame:
+def predict(setting: Setting, width_law: str = "auto", layers=None, law_seed: int = ATTENTION_SEED) -> pd.DataFrame:
     """Per-layer predictions for ``setting``: columns ``layer, metric, law, kind, value``.
 
     Metrics ``var, var_attn, var_mlp, angular, token_cos, jac_dev, e2e_gain`` (docs/formats.md#layers-and-metrics),
@@ -283,24 +289,51 @@ def predict(setting: Setting, width_law: str = "auto") -> pd.DataFrame:
     P2 Theorems 1, 2 (upper), 4, GQA (approx); P2 Theorem 5 for MoE).
     ``width_law``: ``mean-field``, ``finite-width`` or ``auto``
     (:func:`theory.meanfield.finite_width.resolve_width_law`; an unknown value, or ``finite-width`` below
-    ``d = 8``, raises :class:`theory.constraints.ConstraintError`).
+    ``d = 8``, raises :class:`theory.constraints.ConstraintError`). ``layers``: the layers to keep (integers in
+    ``0..depth``; default all): the same rows as the whole table's at those layers, without building the others
+    (at depth ``10^6`` the whole table has ``10^7`` rows). ``law_seed``: the seed of the finite-width law's attention
+    average (:data:`theory.meanfield.finite_width.ATTENTION_SEED`; another one measures the law's own noise,
+    docs/derivations.md#finite-width-token-covariance).
     Source: derived here (docs/derivations.md); paper rows cite their statement in ``law``.
 
     >>> t = predict(Setting(preset=None, block="mlp", activation="relu", depth=2, width=64, ffn_width=256))
     >>> t[(t.metric == "var_mlp")].value.tolist()
     [2.0, 2.0]
+    >>> predict(Setting(preset=None, block="linear", depth=3, width=64), layers=[0, 3]).layer.unique().tolist()
+    [0, 3]
+    """
+    return predict_with_first_non_finite(setting, width_law, layers, law_seed)[0]
+
+
+def predict_with_first_non_finite(setting: Setting, width_law: str = "auto", layers=None,
+                                  law_seed: int = ATTENTION_SEED) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`predict` (at ``layers``), and the first row of each curve, over all layers, whose value is not finite
+    (a blow-up; the same columns, empty when every value is finite): the rows a selection of layers may leave out.
+
+    >>> table, bad = predict_with_first_non_finite(Setting(preset=None, block="linear", depth=3, width=64), layers=[3])
+    >>> len(table) > 0, bad.empty
+    (True, True)
     """
     if not isinstance(setting, Setting):
         raise TypeError(f"predict needs a Setting, got {type(setting).__name__}")
     law = resolve_width_law(width_law, setting.width, setting.tokens)
     plan = build_plan(setting)
     v0, c0 = input_moments(setting)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # a blow-up gives inf/NaN rows
-        curves = stream_recursion(plan, v0, c0, setting.tokens, setting.causal, setting.head_dim, width_law=law)
-        frames = _random_init_rows(setting, plan, curves) + _paper_rows(setting, plan)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"), one_blas_thread():  # small matrices only
+        curves = stream_recursion(plan, v0, c0, setting.tokens, setting.causal, setting.head_dim, width_law=law,
+                                  law_seed=law_seed)
+        frames = _random_init_rows(setting, plan, curves) + _paper_rows(setting, plan)  # a blow-up: inf/NaN rows
     moe = np.flatnonzero(plan.kind == MOE)
     if len(moe):
         expert = curves.branch[moe] / (plan.gate2[moe] + (1.0 if setting.shared_expert else 0.0))
         value = expert * (1.0 / setting.top_k + (1.0 if setting.shared_expert else 0.0))
         frames.append(_rows(plan.block[moe], "var_mlp", "p2-thm-5", "approx", value))
-    return _table(frames)
+    keep = None
+    if layers is not None:
+        keep = np.zeros(setting.depth + 1, dtype=bool)
+        keep[np.asarray(layers, dtype=np.int64)] = True
+    first_bad = []
+    for layer, metric, law_name, kind, value in frames:
+        bad = np.flatnonzero(~np.isfinite(value))[:1]
+        first_bad.append((layer[bad], metric, law_name, kind[bad], value[bad]))
+    return _table(frames, keep), _table(first_bad)

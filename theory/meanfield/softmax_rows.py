@@ -35,7 +35,8 @@ from scipy.special import roots_genlaguerre
 
 __all__ = ["softmax_laplace_grid", "softmax_square_sum", "softmax_jacobian_square", "causal_pair_overlap",
            "position_averaged_square_sum", "key_norm_nodes", "uniform_rows", "RowTable", "row_table", "rope_cos",
-           "rope_rotate", "rope_spread", "score_path"]
+           "rope_rotate", "rope_spread", "score_key_traces", "score_path", "visible_trace_diagonal",
+           "leading_block_sums"]
 
 
 _GRID_BUDGET = 1 << 27  # bytes of one (w, tau, z) block: large score spreads are done in column chunks
@@ -295,23 +296,72 @@ def rope_spread(tokens: int, causal: bool, head_dim: int, base: float = 10000.0)
 
 
 def _visible_traces(A: np.ndarray, B: np.ndarray, causal: bool) -> np.ndarray:
-    """``W[t, t'] = tr(P_t A P_t' B)`` (T x T) in ``O(T^2)``; ``P_t`` centres on the keys row ``t`` sees.
+    """``W[t, t'] = tr(P_t A P_t' B)`` (T x T; of each matrix of a stack (..., T, T)) in ``O(T^2)``; ``P_t`` centres
+    on the keys row ``t`` sees.
 
     ``P_t = I_t - 1_t 1_t^T/n_t`` (``I_t``, ``1_t``: the visible keys); with 2-D prefix sums,
     ``tr(I_t A I_t' B) - (1_t'^T B I_t A 1_t')/n_t' - (1_t^T A I_t' B 1_t)/n_t + (1_t^T A 1_t')(1_t'^T B 1_t)/(n_t n_t')``.
     """
-    T = len(A)
-    ends = np.arange(T) if causal else np.full(T, T - 1)
-    n = ends + 1.0
-    pre2 = lambda M: np.cumsum(np.cumsum(M, axis=0), axis=1)[np.ix_(ends, ends)]
-    ac, bc = np.cumsum(A, axis=1), np.cumsum(B, axis=1)
-    x = np.cumsum(ac * bc, axis=0)[np.ix_(ends, ends)]  # [l, m] = sum_{j<=l} (A 1_m)_j (B 1_m)_j
-    pa, pb = pre2(A), pre2(B)
-    return pre2(A * B) - x / n[None, :] - x.T / n[:, None] + pa * pb.T / np.outer(n, n)
+    T = A.shape[-1]
+    n = np.arange(1.0, T + 1) if causal else np.full(T, float(T))
+    rows = np.cumsum(np.stack([A, B]), axis=-1)  # (2, ..., T, T): [., j, m] = (A 1_m)_j, (B 1_m)_j
+    prefix = np.cumsum(np.stack([A * B, A, B, rows[0] * rows[1]]), axis=-2)  # (4, ..., T, T): sums over rows j <= l
+    prefix[:3] = np.cumsum(prefix[:3], axis=-1)  # 2-D prefix sums of A * B, A, B
+    if not causal:  # every row sees every key: the sums over all of them
+        prefix = np.broadcast_to(prefix[..., -1:, -1:], prefix.shape)
+    both, pa, pb, x = prefix  # x[l, m] = sum_{j<=l} (A 1_m)_j (B 1_m)_j
+    return (both - x / n - np.swapaxes(x, -1, -2) / n[:, None]
+            + pa * np.swapaxes(pb, -1, -2) / np.outer(n, n))
+
+
+def visible_trace_diagonal(A: np.ndarray, B: np.ndarray, causal: bool) -> np.ndarray:
+    """``tr(P_t A P_t B)`` for each query row ``t`` (``P_t`` centres on the ``n_t`` keys it sees), for symmetric ``A``,
+    ``B`` or stacks of them: (..., T, T) -> (..., T). The diagonal of :func:`_visible_traces` in ``O(T^2)`` with one
+    prefix sum: ``sum_{j,l<=t} A_jl B_jl - (2/n_t) sum_{l<=t} (A 1_t)_l (B 1_t)_l + (1_t^T A 1_t)(1_t^T B 1_t)/n_t^2``.
+
+    >>> visible_trace_diagonal(np.eye(3), np.eye(3), True).tolist()  # tr(P_t) = n_t - 1
+    [0.0, 1.0, 2.0]
+    """
+    T = A.shape[-1]
+    if not causal:
+        n = float(T)
+        both, a, b = (A * B).sum(axis=(-2, -1)), A.sum(axis=(-2, -1)), B.sum(axis=(-2, -1))
+        x = (A.sum(axis=-1) * B.sum(axis=-1)).sum(axis=-1)
+        return np.repeat((both - 2 * x / n + a * b / n**2)[..., None], T, axis=-1)
+    n = np.arange(1.0, T + 1)
+    upper = np.triu(np.ones((T, T), dtype=bool))  # [l, t]: l <= t
+    rows = np.cumsum(np.stack([A, B]), axis=-1)  # [., l, t] = (A 1_t)_l, (B 1_t)_l
+    x = np.where(upper, rows[0] * rows[1], 0.0).sum(axis=-2)  # sum_{l<=t} (A 1_t)_l (B 1_t)_l
+    return leading_block_sums(A * B) - 2 * x / n + leading_block_sums(A) * leading_block_sums(B) / n**2
+
+
+@lru_cache(maxsize=8)
+def _strict_upper(tokens: int) -> np.ndarray:
+    """``[j, t]``: ``j < t`` (T x T bool, read-only)."""
+    mask = np.triu(np.ones((tokens, tokens), dtype=bool), 1)
+    mask.flags.writeable = False
+    return mask
+
+
+def leading_block_sums(M: np.ndarray) -> np.ndarray:
+    """``sum_{j, l <= t} M_jl`` for each ``t``: the diagonal of the 2-D prefix sums of ``M`` (T, T) or of each matrix
+    of a stack (..., T, T) -> (..., T), with one prefix sum over ``t`` of ``M_tt + sum_{j < t} (M_jt + M_tj)``.
+
+    >>> leading_block_sums(np.arange(9.0).reshape(3, 3)).tolist()  # 0, 0+1+3+4, all
+    [0.0, 8.0, 36.0]
+    """
+    cross = np.where(_strict_upper(M.shape[-1]), M + np.swapaxes(M, -1, -2), 0.0).sum(axis=-2)  # sum_{j<t} M_jt + M_tj
+    return np.cumsum(cross + np.diagonal(M, axis1=-2, axis2=-1), axis=-1)
+
+
+def score_key_traces(Q: np.ndarray, causal: bool, rope_cos: np.ndarray | None = None) -> np.ndarray:
+    """The traces of the ``dq . k`` part of :func:`score_path`, ``tr(P_t Q P_t' Q~)`` (T x T): they depend on the
+    forward state only, so one sublayer's tangents share them."""
+    return _visible_traces(Q, Q if rope_cos is None else Q * rope_cos, causal)
 
 
 def score_path(Q: np.ndarray, Cn: np.ndarray, s: np.ndarray, jac: np.ndarray, causal: bool,
-               rope_cos: np.ndarray | None = None) -> np.ndarray:
+               rope_cos: np.ndarray | None = None, key_traces: np.ndarray | None = None) -> np.ndarray:
     """Tangent covariance of the score path ``dA V`` per unit ``alpha_v alpha_o alpha_q alpha_k`` (T x T).
 
     Derived here (docs/derivations.md#attention-score-path).
@@ -336,7 +386,8 @@ def score_path(Q: np.ndarray, Cn: np.ndarray, s: np.ndarray, jac: np.ndarray, ca
     queries (rows not independent), exact at ``rho = 0``.
 
     ``Q``, ``Cn``: input and input-tangent covariances; ``s``: ``S_t``; ``jac`` (2, T): ``E tr J_t^2``
-    plain and weighted by the query norm; ``rope_cos``: :func:`rope_cos` or None.
+    plain and weighted by the query norm; ``rope_cos``: :func:`rope_cos` or None; ``key_traces``:
+    :func:`score_key_traces` of ``Q`` when the caller has them.
     Shapes: ``Q, Cn`` (T, T), ``s`` (T,), ``jac`` (2, T); returns (T, T).
 
     >>> score_path(np.ones((2, 2)), np.eye(2), np.array([1.0, 0.5]), np.zeros((2, 2)), True).tolist()
@@ -346,12 +397,12 @@ def score_path(Q: np.ndarray, Cn: np.ndarray, s: np.ndarray, jac: np.ndarray, ca
     """
     T = len(Q)
     n = np.arange(1.0, T + 1) if causal else np.full(T, float(T))
-    Qr, Cr = (Q, Cn) if rope_cos is None else (Q * rope_cos, Cn * rope_cos)
-    w_k, w_q = _visible_traces(Q, Qr, causal), _visible_traces(Q, Cr, causal)  # dq.k and q.dk parts
+    w_k = score_key_traces(Q, causal, rope_cos) if key_traces is None else key_traces  # the dq.k part
+    w_q = _visible_traces(Q, Cn if rope_cos is None else Cn * rope_cos, causal)  # the q.dk part
     with np.errstate(invalid="ignore", divide="ignore"):
         e = np.where(n > 1, (1 - s) / (n - 1), 0.0)  # E J_t = e_t P_t (exchangeable rows)
         out = np.outer(e, e) * (Cn * w_k + Q * w_q)  # t != t': rows independent
         diag = np.where(n > 1, (np.diag(Cn) * jac[0] * np.diag(w_k) + np.diag(Q) * jac[1] * np.diag(w_q))
                         / np.maximum(n - 1, 1), 0.0)
-    out[np.diag_indices_from(out)] = diag
+    np.fill_diagonal(out, diag)
     return out

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from theory.meanfield.covariance import RecursionContext, recursion_context, run_block, tangent_pass, token_cosine
+from theory.meanfield.finite_width import ATTENTION_SEED
 from theory.meanfield.pair_recursion import token_recursion
 from theory.meanfield.plan import SublayerPlan
 
@@ -129,10 +130,11 @@ def exact_blocks(plan: SublayerPlan, tokens: int) -> int:
 
 def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, causal: bool, head_dim: int,
                      matrix_blocks: int | None = None, eps: float | None = None,
-                     width_law: str = "mean-field") -> StreamCurves:
+                     width_law: str = "mean-field", law_seed: int = ATTENTION_SEED) -> StreamCurves:
     """The matrix recursion over all blocks: step by step, then (additive plans) geometric strides.
 
-    ``width_law``: ``mean-field`` or ``finite-width`` (:mod:`theory.meanfield.finite_width`); the pair
+    ``width_law``: ``mean-field`` or ``finite-width`` (:mod:`theory.meanfield.finite_width`; ``law_seed`` seeds its
+    attention average, :data:`theory.meanfield.finite_width.ATTENTION_SEED` by default); the pair
     recursion that takes over the tails of non-additive plans is mean-field.
 
     The first :func:`exact_blocks` blocks run one by one (:func:`matrix_recursion`). After that
@@ -152,7 +154,7 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
     >>> curves.v.tolist(), curves.mode  # v_l = 1 + l (Pre-LN linear, alpha = 1)
     ([2.0, 3.0, 4.0], 'matrix')
     """
-    ctx = recursion_context(plan, tokens, causal, head_dim, width_law)
+    ctx = recursion_context(plan, tokens, causal, head_dim, width_law, law_seed)
     period = ctx.period
     L = int(plan.block[-1])
     blocks = min(L, exact_blocks(plan, tokens) if matrix_blocks is None else max(1, matrix_blocks))

@@ -100,12 +100,17 @@ class KernelTable:
         >>> tab.cells(np.array([0, 0]), np.array([0, 128])).round(6).tolist()  # r = 1 and r = -1
         [1.0, 0.0]
         """
-        values = self.kappa[i, j]
+        return self._flat_cells(i * len(self.theta) + j)
+
+    def _flat_cells(self, flat: np.ndarray) -> np.ndarray:
+        """``kappa`` at the flat (C-order) grid indices ``flat``, computing the cells not read before."""
+        kappa = self.kappa.reshape(-1)  # a view: kappa is C-contiguous
+        values = kappa[flat]
         missing = np.isnan(values)
         if missing.any():
-            rows, cols = np.unique(np.stack([i[missing], j[missing]]), axis=1)
+            rows, cols = np.divmod(np.unique(flat[missing]), len(self.theta))
             self.kappa[rows, cols] = self.cell(rows, cols)
-            values = self.kappa[i, j]
+            values = kappa[flat]
         return values
 
     def correlation(self, q, r) -> np.ndarray:
@@ -118,11 +123,14 @@ class KernelTable:
         th = np.arccos(np.clip(np.asarray(r, dtype=float), -1.0, 1.0))
         fq = np.clip((lq - self.log_q[0]) / (self.log_q[1] - self.log_q[0]), 0, len(self.log_q) - 1.000001)
         ft = np.clip(th / (self.theta[1] - self.theta[0]), 0, len(self.theta) - 1.000001)
-        fq, ft = np.broadcast_arrays(fq, ft)
-        i, j = fq.astype(np.int64), ft.astype(np.int64)
+        i, j = fq.astype(np.int64), ft.astype(np.int64)  # each its own shape: broadcast by the sums below
         fq, ft = fq - i, ft - j
-        low = self.cells(i, j) * (1 - ft) + self.cells(i, j + 1) * ft
-        high = self.cells(i + 1, j) * (1 - ft) + self.cells(i + 1, j + 1) * ft
+        cols = len(self.theta)
+        flat = np.asarray(i * cols + j)  # (shape): the cell (i, j) of each point
+        corner = self._flat_cells(flat + np.array([0, 1, cols, cols + 1]).reshape((4,) + (1,) * flat.ndim))
+        rest = 1 - ft
+        low = corner[0] * rest + corner[1] * ft
+        high = corner[2] * rest + corner[3] * ft
         return low * (1 - fq) + high * fq
 
 

@@ -16,11 +16,9 @@ sigma_L**2 <= sigma_0**2*Product((sqrt(alpha)*sqrt(rho) + 1)**2, (l, 1, L))
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import sympy as sp
 
+from theory.symbolic.iterations import iterate_p1_lemma_3_2, iterate_p1_lns  # re-exported: P1's recursions iterated
 from theory.symbolic.symbols import (
     C_1, C_2, G, J_LN, L, M, T, alpha, alpha_attn, alpha_ffn, c, d, epsilon, eta, jac_norm, k, l,
     lam, n, rho, sigma, sigma_0, sigma_G, sigma_L, sigma_V, sigma_next, t, u0_var, var_expert,
@@ -340,67 +338,3 @@ def p1_lns_growth():
     ratio = sp.limit(increment / (sp.sqrt(l + 1) - sp.sqrt(l)), l, sp.oo)
     leading = ratio**2 * L
     return ratio, leading, classify_growth(leading)
-
-
-def iterate_p1_lemma_3_2(c_value, x0, steps):
-    """Iterate ``x_{l+1} = x_l (1 + c/sqrt(x_l))`` in float64; returns ``x_0..x_steps``.
-
-    Parameters
-    ----------
-    c_value : float
-        The constant ``c > 0``.
-    x0 : float
-        ``sigma_0^2``.
-    steps : int
-        Number of layers.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``steps + 1`` float64 values.
-
-    Examples
-    --------
-    >>> iterate_p1_lemma_3_2(2.0, 1.0, 1)
-    array([1., 3.])
-    """
-    return _iterate_sqrt_step(c_value, x0, steps, per_layer=False)
-
-
-def iterate_p1_lns(c_value, x1, steps):
-    """Iterate ``x_{l+1} = x_l (1 + c/(sqrt(x_l) sqrt(l)))`` from ``x_1``; returns ``x_1..x_{steps+1}``.
-
-    Parameters
-    ----------
-    c_value : float
-        The constant ``c > 0``.
-    x1 : float
-        ``sigma_1^2`` (the index starts at ``l = 1``).
-    steps : int
-        Number of layers.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``steps + 1`` float64 values.
-
-    Examples
-    --------
-    >>> iterate_p1_lns(2.0, 1.0, 1)
-    array([1., 3.])
-    """
-    return _iterate_sqrt_step(c_value, x1, steps, per_layer=True)
-
-
-def _iterate_sqrt_step(c_value, start, steps, per_layer: bool) -> np.ndarray:
-    """``x <- x + c sqrt(x / l)`` at ``l = 1..steps`` (``per_layer``; else ``l`` stays 1), from ``start``.
-
-    A scalar float loop (faster than numpy on one value); dividing by 1 is exact, so both
-    recursions above run here unchanged.
-    """
-    value, c_value = float(start), float(c_value)
-    out = [value]
-    for index in range(1, steps + 1):
-        value += c_value * math.sqrt(value / (index if per_layer else 1))
-        out.append(value)
-    return np.array(out)
