@@ -4,28 +4,33 @@ Nothing here is typed in: the counts and hours of a results folder come from the
 models (``points/KEY.parquet``, the same records its ``README.md`` is written from,
 :mod:`simulate.study.provenance`), a study's axes, lengths and seeds from its report's points, the
 laws of an extrapolation from its table. Only columns that exist are read, by name, so a report
-that gains columns reads the same.
+that gains columns reads the same. Every printed trend names its line (a tuned study judges each
+trend on its ``tuned`` and its ``fixed`` line, two trends of one claim), and says so where the
+figures do not draw it (they draw a study's levels: :data:`DRAWN_LINES`).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 
-from paper_figs.studies import atlas_name
+from paper_figs.studies import atlas_name, gain_labels
 from simulate.study.atlas import atlas_results, atlas_studies
+from simulate.study.report import interval_words
 from simulate.study.tables import words
 from theory.verdicts import Verdict
 
-__all__ = ["SHOWN_TREND_COLUMNS", "shipped_models", "models_sentence", "study_overview", "trend_table",
-           "verdict_counts", "extrapolation_laws"]
+__all__ = ["SHOWN_TREND_COLUMNS", "DRAWN_LINES", "shipped_models", "models_sentence", "study_overview",
+           "trend_table", "verdict_counts", "verdict_lines", "gain_trend_lines", "extrapolation_laws"]
 
 # The columns of a trend a reader needs, in order; those a report lacks are left out.
 SHOWN_TREND_COLUMNS = ("claim", "scheme", "axis", "group", "line", "slope per e-fold", "direction", "verdict",
                        "stability", "n", "failed", "pending", "shape", "crossing")
+# The lines whose cells a study's levels.csv holds, so the lines the atlas figures draw: a tuned study's tuned line
+# (its fixed line is judged in the trends alone), an untuned study's one line (simulate.study.analysis.levels_table).
+DRAWN_LINES = ("tuned", "trained")
 
 
 def shipped_models(folder) -> dict:
@@ -76,12 +81,11 @@ def study_overview(folder) -> pd.DataFrame:
 
 
 def trend_table(trends: pd.DataFrame) -> pd.DataFrame:
-    """Every trend as a reader reads it: the slope per e-fold with its interval in one column, the columns of
+    """Every trend as a reader reads it: the slope per e-fold with the interval its verdict reads in one column
+    (:func:`simulate.study.report.interval_words`: a family member's at the family's level, named), the columns of
     :data:`SHOWN_TREND_COLUMNS` that the report has, and '' (not NaN) where a trend has no value."""
     out = trends.copy()
-    out["slope per e-fold"] = [f"{r.slope:.3g} [{r.low:.3g}, {r.high:.3g}]" if math.isfinite(r.low)
-                               else (f"{r.slope:.3g}" if math.isfinite(r.slope) else "")
-                               for r in trends.itertuples()]
+    out["slope per e-fold"] = [interval_words(row) for _, row in trends.iterrows()]  # the interval the verdict reads
     out = out[[c for c in SHOWN_TREND_COLUMNS if c in out]]
     return out.astype(object).map(words).reset_index(drop=True)
 
@@ -102,6 +106,45 @@ give no direction verdict)'
     note = " (two axis values give no direction verdict)" if Verdict.TOO_FEW_AXIS_VALUES in counts else ""
     return (f"of {len(claimed)} trends with a claimed direction, the verdict is "
             + ", ".join(f"{v or 'none'} for {counts[v]}" for v in order) + note)
+
+
+def verdict_lines(trends: pd.DataFrame) -> list[str]:
+    """One line per atlas, study, axis, group and line of the trends with a claimed direction (in the report's
+    order): the claims whose direction holds and those violated.
+
+    >>> t = pd.DataFrame({"atlas": "atlas", "study": "depth", "axis": "depth", "group": "all", "claim": "p1-lns-prune",
+    ...                   "line": ["tuned", "fixed"], "direction": "rises", "verdict": Verdict.VIOLATED})
+    >>> print("\\n".join(verdict_lines(t)))
+    atlas/depth, along depth (all), line tuned: holds none; violated p1-lns-prune
+    atlas/depth, along depth (all), line fixed (not drawn in the figures): holds none; violated p1-lns-prune
+    """
+    claimed = trends[trends["direction"].map(words) != ""]
+    out = []
+    for (atlas, study, axis, group, line), rows in claimed.groupby(["atlas", "study", "axis", "group", "line"],
+                                                                    sort=False):
+        held = ", ".join(rows[rows["verdict"] == Verdict.HOLDS]["claim"]) or "none"
+        against = ", ".join(rows[rows["verdict"] == Verdict.VIOLATED]["claim"]) or "none"
+        out.append(f"{atlas}/{study}, along {axis} ({group}), {_line_words(line)}: holds {held}; violated {against}")
+    return out
+
+
+def gain_trend_lines(trends: pd.DataFrame) -> list[str]:
+    """One line per trend of LNS against Pre-LN (scheme ``lns-pre``), in the report's order: the claim, its line,
+    what its statistic is (:func:`paper_figs.studies.gain_labels`), the axis, atlas, study and group, the slope per
+    e-fold with its interval (:func:`trend_table`), the verdict, its stability and where the cell means cross 0."""
+    gains = trends[trends["scheme"] == "lns-pre"]
+    out = []
+    for row, slope in zip(gains.itertuples(), trend_table(gains)["slope per e-fold"]):
+        stability = f", stability: {words(row.stability)}" if words(row.stability) else ""
+        out.append(f"{row.claim}, {_line_words(row.line)}, {gain_labels(row.claim)[0]}, along {row.axis} "
+                   f"({row.atlas}/{row.study}, {row.group}): slope {slope} -> {row.verdict}{stability}; "
+                   f"{words(row.crossing)}")
+    return out
+
+
+def _line_words(line: str) -> str:
+    """``line NAME``, and that the figures do not draw it where they do not (:data:`DRAWN_LINES`)."""
+    return f"line {line}" + ("" if line in DRAWN_LINES else " (not drawn in the figures)")
 
 
 def extrapolation_laws(table: pd.DataFrame) -> list[str]:

@@ -9,13 +9,17 @@ steps it by one and runs, so a user sees the spread between draws and can type a
 The metric menu offers only the metrics of the chosen block
 (:func:`simulate.engine.metrics.metrics_of_block`), and a control that means nothing for the
 chosen block (MoE top-k without a MoE sublayer, the GQA group without attention) is disabled,
-its tooltip saying why (:data:`NEEDS`), and left out of the setting and the title.
-:func:`explorer_figure` draws one run; its title lists every field the explorer sets that the
-block uses, and the seed (:func:`setting_title`), so a screenshot says which setting and which
-draw it shows. Under the profile, a second panel shows the Monte-Carlo mean and its 95 % band
-relative to a law (:func:`reference_law`), where a new seed's move and the band's width are
-seen at any number of samples. Nothing here uses pyplot: the plot is rendered to PNG at twice
-its dpi inside the callback and shown in an image widget at its own size (see :class:`Explorer`)."""
+a line under the controls and its tooltip saying why (:data:`NEEDS`), and left out of the
+setting and the title. :func:`explorer_figure` draws one run; its title lists every field the
+explorer sets that the block uses, and the seed (:func:`setting_title`), so a screenshot says
+which setting and which draw it shows; every law it prints a verdict for is drawn (a law of one
+layer as a marker). Under the profile, a second panel shows the Monte-Carlo mean and its 95 %
+band relative to a law (:func:`reference_law`), where a new seed's move and the band's width
+are seen at any number of samples; where the top panel leaves the band out (a log axis, its
+lower end at or below 0) so does this one. With too few samples to estimate a standard error
+(:func:`few_samples_note`) the printed verdicts and the band say so. Nothing here uses pyplot:
+the plot is rendered to PNG at twice its dpi inside the callback and shown in an image widget at
+its own size (see :class:`Explorer`)."""
 
 from __future__ import annotations
 
@@ -24,15 +28,17 @@ import time
 
 import numpy as np
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from paper_figs.notebook import progress_as_output
 from paper_figs.style import (Source, annotate_blowup, figure_png, log_bands, log_limits_from_lines, new_figure,
                               place_legend, plot_mc_band, plot_theory, sources)
-from simulate.compare import compare, verdict_sentence
-from simulate.engine import metrics_of_block
+from simulate.compare import Z_LIMIT, compare, verdict_sentence
+from simulate.engine import CONFIDENCE, Z_CONFIDENCE, metrics_of_block
 
-__all__ = ["EXPLORER_FIELDS", "DEFAULTS", "SEED_MAX", "NEEDS", "METRIC_AXES", "applies", "setting_title",
-           "build_setting", "law_label", "reference_law", "explorer_figure", "run_setting", "Explorer"]
+__all__ = ["EXPLORER_FIELDS", "DEFAULTS", "SEED_MAX", "NEEDS", "METRIC_AXES", "FALSE_ALARM", "applies",
+           "setting_title", "build_setting", "law_label", "reference_law", "few_samples_note", "band_coverage",
+           "explorer_figure", "run_setting", "Explorer"]
 
 # The Setting fields the explorer's widgets set, in the order its title lists them.
 EXPLORER_FIELDS = ("scheme", "block", "depth", "width", "tokens", "heads", "kv_heads", "mask_density", "top_k",
@@ -54,6 +60,56 @@ METRIC_AXES = {"var": ("stream variance sigma_l^2 (var)", True),
                "kurtosis": ("feature kurtosis m4 / m2^2, 3 for a Gaussian (kurtosis)", False),
                "token_cos": ("mean cosine between distinct tokens (token_cos)", False),
                "attn_entropy": ("attention row entropy, nats (attn_entropy)", False)}
+
+
+# A right law lands past Z_LIMIT sem at a layer by chance this often or less when the standard error is trusted.
+FALSE_ALARM = 0.01
+
+
+def _beyond_limit(samples: int) -> float:
+    """The chance that a law that is right lies past :data:`~simulate.compare.Z_LIMIT` sem at one layer, the sem
+    estimated from ``samples`` draws (Student's t with ``samples - 1`` degrees of freedom)."""
+    from scipy.stats import t
+
+    return float(2 * t.sf(Z_LIMIT, samples - 1))
+
+
+def band_coverage(samples: int) -> float:
+    """How often the band ``mean +- 1.96 sem`` of ``samples`` draws holds the true mean (Student's t with
+    ``samples - 1`` degrees of freedom): the table's "95 %" is that only for many samples.
+
+    >>> round(band_coverage(2), 2), round(band_coverage(1000), 3)
+    (0.7, 0.95)
+    """
+    from scipy.stats import t
+
+    return float(1 - 2 * t.sf(Z_CONFIDENCE, samples - 1))
+
+
+def few_samples_note(samples: int) -> str | None:
+    """What a reader must know when ``samples`` draws give too rough a standard error to judge a law by its
+    ``|z|``: a right law lands past :data:`~simulate.compare.Z_LIMIT` sem at a layer more often than
+    :data:`FALSE_ALARM`. None when the samples are enough.
+
+    >>> print(few_samples_note(2))  # doctest: +NORMALIZE_WHITESPACE
+    2 samples are too few to judge a law by its |z|: the standard error is itself estimated from 2 draws
+    (1 degree of freedom), so a law that is right lies past 4 sem at a given layer 15.6 % of the time, the "95 %"
+    band holds the mean 70 % of the time, and where the draws happen to agree the band narrows and |z| can run
+    into the hundreds. The verdicts below are no test at this size; 7 samples or more bring that chance under 1 %.
+    >>> few_samples_note(16) is None
+    True
+    """
+    chance = _beyond_limit(samples)
+    if chance <= FALSE_ALARM:
+        return None
+    enough = next(n for n in range(samples + 1, 10 * samples + 100) if _beyond_limit(n) <= FALSE_ALARM)
+    freedom = samples - 1
+    return (f"{samples} samples are too few to judge a law by its |z|: the standard error is itself estimated from "
+            f"{samples} draws ({freedom} degree{'s' * (freedom > 1)} of freedom), so a law that is right lies past "
+            f"{Z_LIMIT:g} sem at a given layer {chance:.1%} of the time, the \"{CONFIDENCE:.0%}\" band holds the "
+            f"mean {band_coverage(samples):.0%} of the time, and where the draws happen to agree the band narrows "
+            f"and |z| can run into the hundreds. The verdicts below are no test at this size; {enough} samples or "
+            f"more bring that chance under {FALSE_ALARM:.0%}.").replace("%", " %")
 
 
 def applies(name: str, block: str) -> bool:
@@ -148,9 +204,11 @@ def explorer_figure(setting, metric: str, table, prediction, blowup, samples: in
     """One run drawn over every theory curve of ``metric``: x from 0 to the depth, the whole setting in the title.
 
     Top: the Monte-Carlo mean and its 95 % band over the theory lines, on a log axis for a metric that
-    grows multiplicatively and is positive, else linear (:data:`METRIC_AXES`). Below: the mean and band
-    in percent of the :func:`reference_law` (without a law, the band's half-width in percent of the mean),
-    where a band a few percent wide is seen. The figure is not pyplot's
+    grows multiplicatively and is positive, else linear (:data:`METRIC_AXES`); a law whose every curve has
+    one layer (a one-block stack) is drawn as markers, so every law of the verdicts is in the legend. Below:
+    the mean and band in percent of the :func:`reference_law` (without a law, the band's half-width in
+    percent of the mean), where a band a few percent wide is seen, left out where the top panel leaves it
+    out. The figure is not pyplot's
     (:func:`paper_figs.style.new_figure`). Theory values above the plotted range (a curve past a blow-up, a
     bound that overflows to inf) are left out before drawing (``ceiling`` of
     :func:`paper_figs.style.plot_theory`), so drawing warns about nothing.
@@ -169,6 +227,9 @@ def explorer_figure(setting, metric: str, table, prediction, blowup, samples: in
     # past a blow-up the theory runs off the top: the limits follow the measurement
     ceiling = 1e250 if blowup is None or not len(measured) else 1e3 * np.abs(measured).max()
     drawn = plot_theory(ax, prediction, metric, ceiling=ceiling)
+    alone = sorted(set(prediction.loc[prediction["metric"] == metric, "law"]) - {law for law, _, _ in drawn})
+    if alone:  # no curve of two layers: markers, so that the law of a printed verdict is drawn
+        drawn += plot_theory(ax, prediction, metric, ceiling=ceiling, laws=alone, points=True)
     colours: dict[str, int] = {}  # one colour and one legend entry per law, exact or approximate in parts
     for law, kind, curve in drawn:
         seen = law in colours
@@ -193,30 +254,50 @@ def explorer_figure(setting, metric: str, table, prediction, blowup, samples: in
         place_legend(ax, handles=handles, labels=labels)
     law = reference_law(prediction, metric)
     colour = next((curve.get_color() for name, _, curve in drawn if name == law), "C0")
-    _relative_panel(lower, table[table["metric"] == metric].sort_values("layer"), prediction, metric, law, colour)
+    _relative_panel(lower, table[table["metric"] == metric].sort_values("layer"), prediction, metric, law, colour,
+                    positive=ax.get_yscale() == "log", samples=samples)
     lower.set_xlabel("layer l (block index; 0 = input)")
+    lower.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))  # whole blocks, also at depth 1
     return fig
 
 
-def _relative_panel(ax, rows, prediction, metric: str, law: str | None, colour) -> None:
+def _relative_panel(ax, rows, prediction, metric: str, law: str | None, colour, *, positive: bool,
+                    samples: int) -> None:
     """The Monte-Carlo mean and its 95 % band in percent of ``law``'s value at each layer (without a law, the
-    band about the mean), with the law at 0."""
+    band about the mean), with the law at 0.
+
+    ``positive``: the metric is drawn on a log axis above, which leaves the band out where its lower end is at
+    or below 0 (:func:`paper_figs.style.log_bands`); here too, rather than draw a negative variance below
+    -100 %. A band of one layer is an error bar. With too few ``samples`` the title says what the band holds
+    (:func:`few_samples_note`)."""
     layers = rows["layer"].to_numpy(float)
     mean, low, high = (rows[c].to_numpy(float) for c in ("mean", "ci_low", "ci_high"))  # (layers,) each
+    band, notes = f"{CONFIDENCE:.0%} band".replace("%", " %"), []
+    if few_samples_note(samples):
+        notes.append(f"at {samples} samples the band holds the mean {band_coverage(samples):.0%} of the time"
+                     .replace("%", " %"))
     if law is None:
-        base, title = mean, "95 % band, % of the Monte-Carlo mean (no law to compare with)"
+        base, title = mean, f"{band}, % of the Monte-Carlo mean (no law to compare with)"
     else:
         curve = prediction[(prediction["metric"] == metric) & (prediction["law"] == law)].groupby("layer")["value"]
         base = curve.first().reindex(layers).to_numpy(float)  # (layers,), every kind of the law
-        title = f"Monte Carlo and its 95 % band, % off {law}"
+        title = f"Monte Carlo and its {band}, % off {law}"
     with np.errstate(divide="ignore", invalid="ignore"):
         offset = [100.0 * (v / base - 1.0) for v in (mean, low, high)]  # (3, layers)
     keep = np.isfinite(offset[0]) & (layers >= 1)
+    banded = keep & (low > 0) if positive else keep
+    if (keep & ~banded).any():
+        notes.append(f"band left out at {int((keep & ~banded).sum())} layers: its lower end reaches 0, as above")
+    title += f"\n({'; '.join(notes)})" if notes else ""
     ax.axhline(0.0, color=colour, lw=1.2)
-    if keep.any():
-        if law is not None:
-            ax.plot(layers[keep], offset[0][keep], marker="o", markersize=2, lw=0.8, color="C0")
-        ax.fill_between(layers[keep], offset[1][keep], offset[2][keep], color="C0", alpha=0.35, lw=0)
+    if law is not None and keep.any():
+        ax.plot(layers[keep], offset[0][keep], marker="o", markersize=2, lw=0.8, color="C0")
+    if banded.sum() == 1:  # one layer: a bar, not a polygon of no width
+        at = np.flatnonzero(banded)
+        ax.errorbar(layers[at], offset[0][at], yerr=[offset[0][at] - offset[1][at], offset[2][at] - offset[0][at]],
+                    color="C0", alpha=0.6, lw=4, capsize=0, fmt="none", clip_on=False)  # whole at the axis' end
+    elif banded.any():
+        ax.fill_between(layers, offset[1], offset[2], where=banded, color="C0", alpha=0.35, lw=0)
     ax.set_ylabel("% off the law" if law is not None else "% of the mean")
     ax.set_title(title, fontsize=7.5)
 
@@ -269,6 +350,8 @@ class Explorer:
             seed=widgets.BoundedIntText(value=values["seed"], min=0, max=SEED_MAX, description="seed",
                                         style={"description_width": "initial"}, layout=widgets.Layout(width="150px")),
         )
+        # why a control is disabled, in the page: a dropdown with a description shows no tooltip (ipywidgets 8)
+        self.disabled_note = widgets.HTML()
         self.controls["block"].observe(self._block_changed, names="value")
         self._block_changed({"new": values["block"]})
         self.button = widgets.Button(description="run", button_style="primary", icon="play")
@@ -283,12 +366,12 @@ class Explorer:
         names = [name for name in self.controls if name != "seed"]  # the seed sits beside the buttons
         rows = [widgets.HBox([self.controls[n] for n in names[i:i + 3]]) for i in range(0, len(names), 3)]
         actions = widgets.HBox([self.button, self.controls["seed"], self.new_seed_button, self.status])
-        self.box = widgets.VBox(rows + [actions, self.image, self.output])
+        self.box = widgets.VBox(rows + [self.disabled_note, actions, self.image, self.output])
         self.figure, self.verdicts = None, []
 
     def _block_changed(self, change) -> None:
         """Offer only the metrics the new block has (keep the metric when it has it, else 'var'); disable each
-        control that does nothing for the block, its tooltip saying why."""
+        control that does nothing for the block, its tooltip and the line under the controls saying why."""
         from theory.architecture import SUBLAYERS
 
         block = change["new"]
@@ -296,13 +379,16 @@ class Explorer:
         current = menu.value
         menu.options = metrics_of_block(block)
         menu.value = current if current in menu.options else "var"
+        reasons = []
         for name in NEEDS:
             if name in self.controls:
                 control, acts = self.controls[name], applies(name, block)
                 with_it = ", ".join(b for b, kinds in SUBLAYERS.items() if NEEDS[name] in kinds)
+                reason = f"a {block} block has no {NEEDS[name]} sublayer (only {with_it} blocks have one)"
                 control.disabled = not acts
-                control.tooltip = "" if acts else (f"no effect: a {block} block has no {NEEDS[name]} sublayer "
-                                                   f"(only {with_it} blocks have one)")
+                control.tooltip = "" if acts else f"no effect: {reason}"
+                reasons += [] if acts else [f"<b>{control.description}</b> is disabled: {reason}"]
+        self.disabled_note.value = "<br>".join(reasons)
 
     def values(self) -> dict:
         """The controls' current values."""
@@ -362,6 +448,9 @@ class Explorer:
             self.image.layout.display = None
         with self.output:
             print("setting: " + setting_title(setting, metric, samples, seed).replace("\n", "  "))
+            note = few_samples_note(samples)
+            if note:  # before the verdicts it qualifies
+                print(note)
             curves = prediction[prediction["metric"] == metric]
             for law in sorted(curves["law"].unique()):
                 rows = compare(law, "", table, curves[curves["law"] == law], blowup)

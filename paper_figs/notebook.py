@@ -20,6 +20,7 @@ import pandas as pd
 
 from simulate.compare import (COLUMNS, Z_LIMIT, compare, describe_curve, describe_setting, run_monte_carlo,
                               verdict_sentence)
+from simulate.verify import states_the_lemma
 from theory.verdicts import Verdict
 
 __all__ = ["MODES", "notebook_mode", "pick", "progress", "progress_as_output", "setup_display", "verdict_table",
@@ -141,23 +142,46 @@ def verdict_commentary(table: pd.DataFrame) -> list[str]:
     largest last-layer ``|z|`` shown); a bound gives its tightness; a growth class or a claim (whose ``z`` is no
     distance from a curve) one line per setting with its fit in words; every other verdict one line per setting.
 
-    >>> t = pd.DataFrame({"id": ["moe-gates", "p1-lemma-3.2"], "kind": ["exact", "growth"], "verdict": "holds",
-    ...                   "z": [1.5, 14.1], "setting": ["a", "b"], "metric": ["var_mlp", "var_growth"], "layer": 4,
-    ...                   "comment": ["", "exponent 1.2 [1.1, 1.3]: Theta(L) holds"]})
+    The verdicts are those of the curves that state each lemma (:func:`simulate.verify.states_the_lemma`, as the
+    summary table counts them); a lemma's approximate curves beside its exact law come after, apart, by verdict
+    too (the summary's ``approx_curves``), so a lemma that holds is never listed under "violated".
+
+    >>> t = pd.DataFrame({"id": ["moe-gates", "p1-lemma-3.2", "moe-gates"], "kind": ["exact", "growth", "approx"],
+    ...                   "verdict": ["holds", "holds", "violated"], "z": [1.5, 14.1, 5.0], "setting": ["a", "b", "a"],
+    ...                   "metric": ["var_mlp", "var_growth", "token_cos"], "layer": 4,
+    ...                   "comment": ["", "exponent 1.2 [1.1, 1.3]: Theta(L) holds", "|z| = 5"]})
     >>> print("\\n".join(line for line in verdict_commentary(t) if "theory's note" not in line))  # doctest: +ELLIPSIS
     === holds: 2 rows, lemmas moe-gates, p1-lemma-3.2
       moe-gates (derived here ...), exact curve, 1 settings: within 4 sem at every layer (last-layer |z| <= 1.50)
       p1-lemma-3.2 (P1 Lemma 3.2), growth class, 1 settings, judged by the growth class of the measured curve (no |z| ...
         [b] var_growth L=4: exponent 1.2 [1.1, 1.3]: Theta(L) holds
+    === approximate curves beside an exact law (not the lemma's statement: the summary's approx_curves): 1 rows, ...
+    --- violated: 1 rows, lemmas moe-gates
+      moe-gates (derived here ...), approximate curve, 1 settings:
+        [a] token_cos L=4: the approximate law moe-gates (derived here) differs from the measurement (|z| = 5)
     """
+    table = table.assign(verdict=[Verdict.parse(v) for v in table["verdict"]])  # words read from verify.csv too
+    states = states_the_lemma(table)
+    noted: set = set()
+    lines = _commentary_by_verdict(table[states], "===", noted)
+    beside = table[~states]
+    if len(beside):
+        lines.append(f"=== approximate curves beside an exact law (not the lemma's statement: the summary's "
+                     f"approx_curves): {len(beside)} rows, lemmas {', '.join(sorted(beside.id.unique()))}")
+        lines += _commentary_by_verdict(beside, "---", noted)
+    return lines
+
+
+def _commentary_by_verdict(table: pd.DataFrame, mark: str, noted: set) -> list[str]:
+    """:func:`verdict_commentary`'s lines for ``table`` (verdicts parsed), each verdict headed by ``mark``; a
+    lemma's note once, the first time it is named (``noted``: the lemmas noted so far, updated)."""
     import theory
 
     words = {"exact": "exact curve", "approx": "approximate curve", "upper": "upper bound", "lower": "lower bound",
              "growth": "growth class", "claim": "claimed sign"}
-    lines, noted = [], set()
-    table = table.assign(verdict=[Verdict.parse(v) for v in table["verdict"]])  # words read from verify.csv too
+    lines = []
     for verdict, group in table.groupby("verdict", sort=False):
-        lines.append(f"=== {verdict}: {len(group)} rows, lemmas {', '.join(sorted(group.id.unique()))}")
+        lines.append(f"{mark} {verdict}: {len(group)} rows, lemmas {', '.join(sorted(group.id.unique()))}")
         for (lemma_id, kind), rows in group.groupby(["id", "kind"], sort=False):
             lemma = theory.LEMMAS.get(lemma_id)
             head = f"  {lemma_id} ({lemma.source if lemma else ''}), {words.get(kind, kind)}, {len(rows)} settings"

@@ -9,14 +9,16 @@ which is which. Every depth, width or rate the results hold is drawn (a colour p
 :func:`depth_styles`). Points are means over the seeds with 95 % t intervals (differences
 of two schemes paired by seed, as the study's ``levels.csv``).
 
-``study_depth``      P2 Fig. 2 at tiny scale: the variance profile of every depth (Pre-LN, LNS,
-                     one y range, a 95 % band over seeds), ``||J - I||`` and the causal,
-                     permutation and usefulness scores against depth
+``study_depth``      P2 Fig. 2 at tiny scale: the variance profile of every depth against the
+                     relative depth ``l/L`` (Pre-LN, LNS, one y range, a 95 % band over seeds),
+                     ``||J - I||`` and the causal, permutation and usefulness scores against depth
 ``study_pruning``    P1 Fig. 1 for every depth: the loss change when one block is deleted, against
-                     the relative depth ``l/L``
+                     the relative depth ``l/L`` (a symmetric log axis fitted to the drops)
 ``study_lns_gain``   LNS against Pre-LN (held-out loss LNS minus Pre-LN; deep-half angular
                      distance and pruning drop as log(LNS / Pre-LN), the claims' statistics)
-                     against depth, width and training steps
+                     against depth, width and training steps: the levels of the study's first
+                     line (a tuned study's tuned line, without its tuning seeds); a point that
+                     rests on one model is hollow and says so
 ``study_phase``      the learning-rate x depth phase diagram of the trained growth class and exponent,
                      and the held-out loss against the rate at every depth
                      (:mod:`paper_figs.study_phase`)
@@ -36,9 +38,9 @@ from simulate.claims import CLAIMS, t_interval
 from simulate.runtime.versions import ROOT
 from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results, atlas_studies
 
-__all__ = ["SCHEME_LABELS", "SCHEME_COLORS", "AXIS_LABELS", "study_depth", "study_pruning", "study_lns_gain",
-           "depth_figure", "pruning_figure", "lns_gain_figure", "gain_labels", "axis_band", "errorbars",
-           "depth_legend", "log_axis", "depth_styles", "atlas_name", "study_caption"]
+__all__ = ["SCHEME_LABELS", "SCHEME_COLORS", "AXIS_LABELS", "LINTHRESH", "study_depth", "study_pruning",
+           "study_lns_gain", "depth_figure", "pruning_figure", "lns_gain_figure", "gain_labels", "axis_band",
+           "errorbars", "depth_legend", "log_axis", "symlog_limits", "depth_styles", "atlas_name", "study_caption"]
 
 SCHEME_LABELS = {"pre": "Pre-LN", "lns": "LNS"}
 SCHEME_COLORS = {"pre": "C0", "lns": "C3"}
@@ -53,6 +55,8 @@ _DEPTH_PANELS = (("jac_dev_mean", "distance from the identity", f"block mean {ME
                  ("permutation_mean", "permutation score (P2)", "block mean permutation score"),
                  ("usefulness_log", "usefulness (P2)", f"block mean {METRIC_LABELS['usefulness_log']}"))
 _LINESTYLES = ("-", "--", ":", "-.")
+LINTHRESH = 1e-3  # nats/byte: the pruning axis is linear within this of 0 (a deletion that costs nothing), log beyond
+_MARGIN_DECADES = 0.15  # room above the largest drop on the pruning axis
 
 
 def atlas_name(results) -> str:
@@ -65,15 +69,19 @@ def atlas_name(results) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def study_caption(results, name: str, full_length_only: bool = False) -> str:
+def study_caption(results, name: str, full_length_only: bool = False, levels: bool = False) -> str:
     """One line naming the results folder, the study, its training lengths, seeds and learning rates.
 
     Read from the study's points and spec (nothing typed in), e.g.
     ``results/atlas, study depth: 4000 steps (and 2000: stability), 3 seeds, lr tuned per scheme and cell``;
     for a figure that draws the full length only (``full_length_only``), ``4000 steps (the 2000-step twins
-    not drawn)``.
+    not drawn)``. A figure of the study's levels (``levels``) names the seeds they rest on: a tuned study's
+    levels are its tuned line without the tuning seeds, whose models chose the rates
+    (:func:`simulate.study.analysis.comparison_lines`), e.g. ``2 seeds (tuning seed 0 left out), the tuned line
+    (the fixed-rate line not drawn)``.
     """
-    points, study = atlas_results(name, results).points, atlas_studies(results)[name]
+    report, study = atlas_results(name, results), atlas_studies(results)[name]
+    points = report.points
     steps = sorted(int(s) for s in points["steps"].unique())
     if study.stability and len(steps) > 1:
         shorter = ", ".join(map(str, steps[:-1]))
@@ -85,7 +93,13 @@ def study_caption(results, name: str, full_length_only: bool = False) -> str:
         length = f"{steps[-1]} steps"
     rates = "lr tuned per scheme and cell" if study.tuned else (
         "lr " + ", ".join(f"{lr:g}" for lr in sorted(points["lr"].unique())))
-    return f"{atlas_name(results)}, study {name}: {length}, {points['seed'].nunique()} seeds, {rates}"
+    seeds = f"{points['seed'].nunique()} seeds"
+    if levels and study.tuned:
+        kept = set(points["seed"]) - set(study.tune_seeds)
+        left = ", ".join(map(str, study.tune_seeds))
+        seeds = f"{len(kept)} seeds (tuning seed{'s' * (len(study.tune_seeds) > 1)} {left} left out)"
+        rates = "the tuned line" + (" (the fixed-rate line not drawn)" if "fixed" in set(report.trends["line"]) else "")
+    return f"{atlas_name(results)}, study {name}: {length}, {seeds}, {rates}"
 
 
 def depth_styles(depths) -> dict:
@@ -114,11 +128,18 @@ def axis_band(points: pd.DataFrame, statistic: str, axis: str, scheme: str) -> p
     return pd.DataFrame(out, columns=[axis, "mean", "low", "high", "n"])
 
 
-def errorbars(ax, band: pd.DataFrame, axis: str, **style) -> None:
-    """Means with their intervals (``mean, low, high``) against ``axis``; an unknown bound draws no bar."""
-    x, mean = band[axis].to_numpy(), band["mean"].to_numpy()
-    yerr = np.vstack([mean - band["low"].to_numpy(), band["high"].to_numpy() - mean])  # (2, n)
-    ax.errorbar(x, mean, yerr=np.nan_to_num(yerr), marker="o", markersize=3, capsize=2, lw=1, **style)
+def errorbars(ax, band: pd.DataFrame, axis: str, **style) -> np.ndarray:
+    """Means with their intervals (``mean, low, high``) against ``axis``. A point without an interval (one model)
+    draws no bar and a hollow marker; returns which points those are, ``(n,)`` booleans, for the figure's key."""
+    x, mean = band[axis].to_numpy(float), band["mean"].to_numpy(float)
+    low, high = band["low"].to_numpy(float), band["high"].to_numpy(float)
+    alone = ~(np.isfinite(low) & np.isfinite(high))  # (n,)
+    yerr = np.vstack([mean - low, high - mean])  # (2, n)
+    bars = ax.errorbar(x, mean, yerr=np.nan_to_num(yerr), marker="o", markersize=3, capsize=2, lw=1, **style)
+    if alone.any():
+        ax.plot(x[alone], mean[alone], linestyle="none", marker="o", markersize=3, markerfacecolor="white",
+                markeredgecolor=bars.lines[0].get_color(), zorder=bars.lines[0].get_zorder() + 0.1)
+    return alone
 
 
 def depth_legend(panels) -> None:
@@ -140,6 +161,29 @@ def log_axis(ax, values, axis: str) -> None:
     ax.set_xlabel(AXIS_LABELS[axis])
 
 
+def symlog_limits(ax, values) -> None:
+    """A symmetric log y axis (linear within :data:`LINTHRESH` of 0) whose limits fit ``values``: the largest
+    :data:`_MARGIN_DECADES` below the top, the smallest (a negative one, or 0) at the bottom, so no panel keeps an
+    empty range below its data and no point sits on its top edge.
+
+    >>> from paper_figs.style import new_figure
+    >>> fig, axes = new_figure()
+    >>> symlog_limits(axes[0, 0], [2e-4, 0.5])
+    >>> [round(float(v), 3) for v in axes[0, 0].get_ylim()]
+    [0.0, 0.706]
+    """
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    ax.set_yscale("symlog", linthresh=LINTHRESH, linscale=0.5)
+    top = 10 ** (np.log10(max(values.max(), LINTHRESH)) + _MARGIN_DECADES)
+    lowest = min(values.min(), 0.0)
+    if lowest <= -LINTHRESH:  # on the log part below 0: the same margin as at the top
+        bottom = -10 ** (np.log10(-lowest) + _MARGIN_DECADES)
+    else:  # on the linear part: a tenth more
+        bottom = 1.1 * lowest
+    ax.set_ylim(bottom, top)
+
+
 def _profile_band(models, scheme: str, depth: int):
     """The last-step variance profile of one cell over its ok models: geometric mean and the 95 % t interval
     of ``log var`` per layer, as ``(mean, low, high)`` each ``(L+1,)``; None while no model is trained."""
@@ -159,7 +203,8 @@ def _full_length(points: pd.DataFrame, models: list) -> tuple[pd.DataFrame, list
 
 
 def depth_figure(results=ATLAS_DIR):
-    """P2 Fig. 2 at tiny scale: variance profiles per depth, ||J - I|| and the three scores against depth."""
+    """P2 Fig. 2 at tiny scale: variance profiles per depth against the relative depth l/L (a 2-block profile is
+    as wide as a 64-block one), ||J - I|| and the three scores against depth."""
     points, models = _full_length(atlas_results("depth", results).points, atlas_models("depth", results))
     depths = sorted(int(d) for d in points["depth"].unique())
     styles = depth_styles(depths)
@@ -170,11 +215,11 @@ def depth_figure(results=ATLAS_DIR):
             band = _profile_band(models, scheme, depth)
             if band is None:  # a depth of an unfinished atlas
                 continue
-            layers = np.arange(band.shape[1])
-            ax.plot(layers, band[0], lw=1, label=f"L={depth}", **styles[depth])
-            ax.fill_between(layers, band[1], band[2], color=styles[depth]["color"], alpha=0.25, lw=0)
+            relative = np.arange(band.shape[1]) / depth  # every depth over the whole axis, 0 = the input
+            ax.plot(relative, band[0], lw=1, label=f"L={depth}", **styles[depth])
+            ax.fill_between(relative, band[1], band[2], color=styles[depth]["color"], alpha=0.25, lw=0)
         ax.set_yscale("log")
-        ax.set_xlabel(r"layer $\ell$")
+        ax.set_xlabel(r"relative depth $\ell/L$ (0: the input)")
         ax.set_ylabel(f"stream variance {METRIC_LABELS['var']}")
         ax.set_title(f"{SCHEME_LABELS[scheme]}: variance, trained (y shared)", fontsize=8)
     depth_legend(axes[0, :2])
@@ -199,20 +244,24 @@ def pruning_figure(results=ATLAS_DIR):
     styles = depth_styles(depths)
     fig, axes = new_figure(ncols=2, width=3.4, height=2.6)
     for ax, scheme in zip(axes[0], ("pre", "lns")):
+        drawn = []
         for depth in depths:
             drops = [m.evidence.block_values("prune") for m in models
                      if m.status == "ok" and m.scheme == scheme and m.point.setting.depth == depth]
             if not drops:
                 continue
-            ax.plot(np.arange(1, depth + 1) / depth, np.mean(drops, axis=0), marker="o", markersize=2, lw=1,
+            drawn.append(np.mean(drops, axis=0))  # (depth,)
+            ax.plot(np.arange(1, depth + 1) / depth, drawn[-1], marker="o", markersize=2, lw=1,
                     label=f"L={depth}", **styles[depth])
         ax.axhline(0.0, color="k", lw=0.6)
-        ax.set_yscale("symlog", linthresh=1e-3)
+        if drawn:
+            symlog_limits(ax, np.concatenate(drawn))
         ax.set_xlabel("relative depth l/L of the deleted block")
         ax.set_ylabel("held-out loss change (nats/byte)")
         ax.set_title(f"{SCHEME_LABELS[scheme]}: pruning one block (P1 Fig. 1)", fontsize=8)
     depth_legend(axes[0])
-    fig.suptitle("mean over seeds of the loss change when one block is deleted\n"
+    fig.suptitle(f"mean over seeds of the loss change when one block is deleted (y: linear within {LINTHRESH:g} "
+                 "of 0, log beyond)\n"
                  + study_caption(results, "depth", full_length_only=True), fontsize=8)
     return fig
 
@@ -235,10 +284,18 @@ def gain_labels(claim: str) -> tuple[str, str]:
 
 def lns_gain_figure(results=ATLAS_DIR):
     """LNS against Pre-LN (loss difference; deep angular distance and deep pruning drop as log ratios) against
-    depth, width and steps, one row per study the results have; a stability study's shorter models in grey."""
-    names = [name for name in ("depth", "width", "steps") if name in atlas_studies(results)]
+    depth, width and steps, one row per study the results have along that one axis; a stability study's shorter
+    models in grey.
+
+    The levels of each study's first line, as its ``levels.csv`` (:func:`study_caption` with ``levels``); a
+    point whose mean rests on one model (the other seeds' statistic undefined, e.g. the log of a drop that is
+    not positive) is hollow and marked ``n=1``."""
+    studies = atlas_studies(results)
+    # one row per study along one axis; a study along two (the atlas's width x depth) waits for its own figure
+    names = [name for name in ("depth", "width", "steps") if name in studies and studies[name].axes == (name,)]
     fig, axes = new_figure(ncols=len(_GAIN), nrows=len(names), width=2.8, height=2.6)
     lengths_drawn: dict = {}
+    alone_drawn = False
     for row, name in enumerate(names):
         levels = atlas_results(name, results).levels
         lengths = sorted(levels["steps"].unique()) if "steps" in levels and name != "steps" else [None]
@@ -249,19 +306,27 @@ def lns_gain_figure(results=ATLAS_DIR):
             ax.set_title(f"{what}\n{kind}", fontsize=8)
             for steps in lengths[::-1]:
                 rows = levels[(levels["claim"] == claim) & ((levels["steps"] == steps) if steps else True)]
-                errorbars(ax, rows.sort_values(name), name, color=colours[steps])
+                rows = rows.sort_values(name)
+                alone = errorbars(ax, rows, name, color=colours[steps])
+                for r in rows[alone & rows["mean"].notna().to_numpy()].itertuples():  # a drawn point
+                    ax.annotate(f"n={int(r.n)}", (getattr(r, name), r.mean), xytext=(-4, 4), textcoords="offset points",
+                                ha="right", fontsize=7, color=colours[steps])
+                alone_drawn |= bool(alone.any())
                 if steps:
                     lengths_drawn[int(steps)] = colours[steps]
             ax.axhline(0.0, color="k", lw=0.6)
             log_axis(ax, levels[name], name)
             ax.set_ylabel(ylabel)
     full = max(lengths_drawn, default=None)
-    figure_legend(fig, [(Line2D([], [], color=colour, marker="o", markersize=3),
-                         f"{steps} steps" + (" (full length)" if steps == full
-                                             else " (twins of the same seeds: stability)"))
-                        for steps, colour in sorted(lengths_drawn.items(), reverse=True)] if len(lengths_drawn) > 1
-                  else [])
-    captions = "\n".join(study_caption(results, name) for name in names)
+    key = [(Line2D([], [], color=colour, marker="o", markersize=3),
+            f"{steps} steps" + (" (full length)" if steps == full else " (twins of the same seeds: stability)"))
+           for steps, colour in sorted(lengths_drawn.items(), reverse=True)] if len(lengths_drawn) > 1 else []
+    if alone_drawn:
+        key.append((Line2D([], [], color="0.3", marker="o", markersize=3, markerfacecolor="white", lw=0),
+                    "hollow, n=1: one model's value, no interval (the other seeds' statistic undefined or not "
+                    "trained)"))
+    figure_legend(fig, key, ncol=min(len(key), 3) or None)
+    captions = "\n".join(study_caption(results, name, levels=True) for name in names)
     fig.suptitle("LNS against Pre-LN, paired by seed: mean, 95 % t interval (0: no difference)\n" + captions,
                  fontsize=8)
     return fig

@@ -264,7 +264,7 @@ def log_bands(ax) -> int:
 
 
 def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=None, label_prefix: str = "",
-                x: str = "layer", kinds=None, ceiling: float | None = None) -> list:
+                x: str = "layer", kinds=None, ceiling: float | None = None, points: bool = False) -> list:
     """Theory curves of one metric: one line per law, dashed by its kind.
 
     Parameters
@@ -277,6 +277,9 @@ def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=N
         Values above it, and values that are not finite, are left out of the line (NaN), so a curve
         that runs past the plotted range ends at its edge and matplotlib never sees a value it cannot
         scale (a log axis near 1e308 overflows). A curve with fewer than two values left is not drawn.
+    points : bool
+        Draw a curve of one value as a marker (a one-block stack's law has one layer past the input) instead
+        of leaving it out.
 
     Returns
     -------
@@ -289,6 +292,9 @@ def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=N
     []
     >>> [line.get_ydata().tolist() for _, _, line in plot_theory(axes[0][0], curve, "var", ceiling=1e250)]
     [[1.0, 1e+200, nan]]
+    >>> [(line.get_ydata().tolist(), line.get_marker()) for _, _, line in plot_theory(axes[0][0], curve, "var",
+    ...                                                                              ceiling=1e3, points=True)]
+    [([1.0, nan, nan], 'D')]
     """
     rows = prediction[prediction["metric"] == metric]
     if laws is not None:
@@ -301,10 +307,12 @@ def plot_theory(ax, prediction: pd.DataFrame, metric: str, *, color=None, laws=N
         values = curve["value"].to_numpy(float)
         if ceiling is not None:
             values = np.where(np.isfinite(values) & (values <= ceiling), values, np.nan)
-        if np.count_nonzero(~np.isnan(values)) < 2:
+        finite = np.count_nonzero(~np.isnan(values))
+        if finite < 2 and not (points and finite):
             continue  # one point (e.g. the input layer alone) draws no line
         (line,) = ax.plot(curve[x].to_numpy(float), values, linestyle=LAW_LINESTYLE.get(kind, "-"), color=color,
-                          linewidth=1.2, zorder=THEORY_ZORDER, label=f"{label_prefix}{law} ({kind})")
+                          linewidth=1.2, zorder=THEORY_ZORDER, label=f"{label_prefix}{law} ({kind})",
+                          **({"marker": "D", "markersize": 4, "clip_on": False} if finite == 1 else {}))
         drawn.append((law, kind, line))
     return drawn
 

@@ -6,6 +6,8 @@ browser download needed, it drives the given Chromium)::
 
     python tools/explorer_in_jupyterlab.py --presses 50                     # 03: the default setting
     python tools/explorer_in_jupyterlab.py --presses 50 --setting overflow  # none/linear, L=512, input std 10
+    python tools/explorer_in_jupyterlab.py --presses 5 --setting depth-1     # one block: every law a marker
+    python tools/explorer_in_jupyterlab.py --presses 5 --setting two-samples # too few samples: the note
     python tools/explorer_in_jupyterlab.py --presses 50 --restart           # after a kernel restart
     python tools/explorer_in_jupyterlab.py --widgets --presses 0            # 03: every control changed in turn
     python tools/explorer_in_jupyterlab.py --notebooks all --out out/lab    # Run All of every notebook, timed
@@ -22,14 +24,15 @@ screenshot of every cell with a picture (``NAME/cellNN.png``). A picture shown a
 own is shrunk or stretched (its text with it).
 
 Notebook 03 (the default): whether it shows as modified once its kernel is ready; then Run All,
-optionally a kernel restart and Run All again, optionally the overflow setting (set from the kernel);
-with ``--widgets`` every control changed in the page as a user would (a menu choice, a slider's arrow
-key, a typed seed, *new seed*) and *run* pressed after each, the kernel asked what the plot's title and
-the controls hold: a control must change the plot and the title must name its new value, or the control
-must be disabled with a tooltip saying why; then the presses of *run*, one after another, each waited
-for. After each press it reads the explorer's ``<img>`` back from the page and calls the plot whole
-when the PNG is over 15 kB, at least 500 x 300 pixels, with drawn and coloured pixels over the plot area
-(a blank plot is about 2 kB and white), and records the size it is shown at. It also counts the PNG
+optionally a kernel restart and Run All again, optionally another setting (set from the kernel,
+:data:`SETTINGS`); with ``--widgets`` every control changed in the page as a user would (a menu choice,
+a slider's arrow key, a typed seed, *new seed*) and *run* pressed after each, the kernel asked what the
+plot's title and the controls hold: a control must change the plot and the title must name its new
+value, and a disabled control's reason must be in the page's text (a dropdown with a description shows
+no tooltip); then the presses of *run*, one after another, each waited for. After each press it reads
+the explorer's ``<img>`` back from the page and calls the plot whole when the PNG is over 15 kB, at least
+500 x 300 pixels, with drawn and coloured pixels over the plot area (a blank plot is about 2 kB and
+white), and records the size it is shown at. It also counts the PNG
 ``display_data`` messages the kernel sends (each is a figure drawn by someone else's flush: the
 explorer sends none), sees whether the run button was disabled during the run, which stages the status
 line named and whether the text below the plot is clean (no warning, no line of spaces left by the
@@ -59,8 +62,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's paper_figs (analyse), as the kernels import it (start_jupyterlab)
 NOTEBOOKS = sorted(path.stem for path in (REPO / "notebooks").glob("*.ipynb"))
-OVERFLOW = ("explorer.controls['scheme'].value = 'none'; explorer.controls['block'].value = 'linear'; "
-            "explorer.controls['depth'].value = 512; explorer.controls['input_std'].value = 10.0")
+# Settings of the explorer the presses of run may start from, set from the kernel: the code that sets each.
+SETTINGS = {"overflow": ("explorer.controls['scheme'].value = 'none'; explorer.controls['block'].value = 'linear'; "
+                         "explorer.controls['depth'].value = 512; explorer.controls['input_std'].value = 10.0"),
+            "depth-1": "explorer.controls['depth'].value = 1",
+            "two-samples": "explorer.controls['samples'].value = 2"}
 # Each control of the explorer as a user changes it: (its label, how, the value or key, the title word it gives).
 CONTROLS = (("block", "select", "moe", "block=moe"), ("scheme", "select", "lns", "scheme=lns"),
             ("depth L", "key", "ArrowRight", "depth=33"), ("width d", "select", "32", "width=32"),
@@ -78,6 +84,7 @@ PANEL = "window.jupyterapp.shell.currentWidget"
 KERNEL_IDLE = (f"() => {{ const w = window.jupyterapp && {PANEL}; const s = w && w.sessionContext && "
                "w.sessionContext.session; return s && s.kernel && s.kernel.status === 'idle'; }")
 CELL = ".jp-Cell:has(.widget-button)"  # the explorer's cell
+STATUS = ".widget-hbox:has(.widget-button) .widget-html-content"  # the status line, beside the buttons
 PANEL_CSS = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook shown
 IMAGES = f"""async () => {{
   const out = [];
@@ -99,7 +106,7 @@ ASK_KERNEL = f"""async code => {{
 STATE = f"""() => {{
   const cell = {PANEL}.node.querySelector('{CELL}');
   const button = Array.from(cell.querySelectorAll('button')).find(b => b.textContent.trim() === 'run');
-  const status = cell.querySelector('.widget-html-content');
+  const status = cell.querySelector('{STATUS}');
   const output = cell.querySelector('.widget-output');
   return {{status: status ? status.textContent : '', disabled: button.disabled, text: output ? output.innerText : ''}};
 }}"""
@@ -264,8 +271,12 @@ def press_every_control(page, out: Path) -> list[dict]:
         images = [base64.b64decode(text) for text in page.evaluate(IMAGES)]
         changed = before is not None and bool(images) and images[0] != before
         before = images[0] if images else before
+        shown = page.locator(CELL).first.inner_text()  # what the page shows, as a user reads it
+        reasons = {n: t.removeprefix("no effect: ") for n, t in after.get("tooltips", {}).items()
+                   if after.get("disabled", {}).get(n) and t}
         rows.append({"control": label, "how": how, "value": value, "title_has": word in after.get("title", ""),
                      "plot_changed": changed, "wall_s": run["wall_s"],
+                     "reasons_shown": all(reason in shown for reason in reasons.values()),
                      "disabled_after": {n: d for n, d in after.get("disabled", {}).items() if d},
                      "tooltips": {n: t for n, t in after.get("tooltips", {}).items() if t},
                      "title": after.get("title", "").replace("\n", "  ")})
@@ -279,7 +290,7 @@ def press_every_control(page, out: Path) -> list[dict]:
 def _wait_done(page) -> dict:
     started = time.perf_counter()
     time.sleep(0.5)
-    page.wait_for_function(f"() => /done in/.test(({PANEL}.node.querySelector('{CELL} .widget-html-content') || "
+    page.wait_for_function(f"() => /done in/.test(({PANEL}.node.querySelector('{CELL} {STATUS}') || "
                            "{}).textContent || '')", timeout=300_000)
     return {"wall_s": round(time.perf_counter() - started, 2)}
 
@@ -293,9 +304,9 @@ def check_explorer(context, base, token, args, out: Path, watch) -> dict:
         page.wait_for_function(KERNEL_IDLE, timeout=180_000)
         run_all(page)
     controls = press_every_control(page, out) if args.widgets else []
-    if args.setting == "overflow":
+    if args.setting in SETTINGS:
         page.evaluate(f"async code => {{ await {PANEL}.sessionContext.session.kernel"
-                      ".requestExecute({code, silent: true}).done; }", OVERFLOW)
+                      ".requestExecute({code, silent: true}).done; }", SETTINGS[args.setting])
         time.sleep(2)
     rows = []
     for press in range(args.presses):
@@ -319,7 +330,7 @@ def check_explorer(context, base, token, args, out: Path, watch) -> dict:
     cell.scroll_into_view_if_needed()
     cell.screenshot(path=str(out / "explorer.png"))
     bad_controls = [c["control"] for c in controls
-                    if not (c["plot_changed"] and c["title_has"])]
+                    if not (c["plot_changed"] and c["title_has"] and c["reasons_shown"])]
     return {"run_all_s": round(wall, 1), "presses": len(rows), "whole": sum(r["whole"] for r in rows),
             "modified_on_open": modified_on_open, "foreign_png_messages": sum(r["foreign_png_messages"] for r in rows),
             "button_disabled_in_every_run": all(r["disabled_during_run"] for r in rows),
@@ -344,7 +355,7 @@ class _Figures:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presses", type=int, default=50)
-    parser.add_argument("--setting", choices=("default", "overflow"), default="default")
+    parser.add_argument("--setting", choices=("default", *SETTINGS), default="default")
     parser.add_argument("--restart", action="store_true", help="restart the kernel after Run All, then Run All again")
     parser.add_argument("--widgets", action="store_true", help="03: change every control in turn, run after each")
     parser.add_argument("--notebooks", nargs="*", default=None, metavar="NAME",

@@ -277,3 +277,90 @@ def test_the_band_is_seen_at_the_default_samples_and_the_png_is_shown_at_its_siz
     width = int.from_bytes(png[16:20], "big")
     assert explorer.image.layout.width == f"{width // 2}px" and width >= 1000, (explorer.image.layout.width, width)
     assert explorer.image.layout.align_self == "flex-start", "a flex column would stretch the image"
+
+
+def _legend_texts(ax) -> list[str]:
+    legend = ax.get_legend()
+    return [text.get_text() for text in legend.get_texts()] if legend else []
+
+
+def test_at_depth_one_every_law_of_a_verdict_is_drawn_and_the_band_is_seen():
+    """Issue 52: at depth 1 the verdict named preln-init, whose curves (one layer each) were skipped, so neither
+    drawn nor in the legend; and the lower panel's "95 % band" over its one layer was a polygon of no width."""
+    pytest.importorskip("ipywidgets")
+    from matplotlib.collections import LineCollection
+
+    from paper_figs.explorer import Explorer
+
+    explorer = Explorer(depth=1, width=16, tokens=4, samples=8)
+    explorer.run()
+    top, lower = explorer.figure.axes[:2]
+    legend = _legend_texts(top)
+    for law in {row["id"] for row in explorer.verdicts}:
+        assert any(text.startswith(f"{law} (") for text in legend), (law, legend)
+    seen = []  # per path of the lower panel: whether it shows the one layer's band (pixels: a bar or a polygon)
+    for band in lower.collections:
+        for path in band.get_paths():
+            corners = band.get_transform().transform(path.vertices)  # (points, 2) pixels
+            wide = np.ptp(corners[:, 0]) >= 1 or (isinstance(band, LineCollection) and band.get_linewidth()[0] >= 2)
+            seen.append(wide and np.ptp(corners[:, 1]) >= 2)
+    assert any(seen), [(type(c).__name__, c.get_paths()) for c in lower.collections]
+
+
+def test_too_few_samples_to_estimate_an_error_say_so(capsys):
+    """Issue 52: at 2 samples the explorer printed "not within 4 sem, |z| = 129" from a band pinched to nothing at
+    one layer, with no word that 2 samples cannot estimate an error; at the default samples it says nothing."""
+    pytest.importorskip("ipywidgets")
+    from paper_figs.explorer import DEFAULTS, Explorer
+
+    for samples, warned in ((2, True), (DEFAULTS["samples"], False)):
+        explorer = Explorer(depth=8, width=16, tokens=4, samples=samples)
+        capsys.readouterr()
+        explorer.run()
+        printed = capsys.readouterr().out
+        note = f"{samples} samples are too few to judge a law by its |z|"
+        assert (note in printed) == warned, printed
+        if warned:  # before the verdicts it qualifies, and the band says what it holds
+            assert printed.index(note) < printed.index("preln-init:"), printed
+            assert re.search(rf"at {samples} samples the band holds the mean \d+ % of the time",
+                             explorer.figure.axes[1].get_title()), explorer.figure.axes[1].get_title()
+
+
+def test_the_relative_band_leaves_out_what_the_profile_leaves_out():
+    """Issue 52: scheme none, linear block, depth 512, input std 10: the top panel leaves the band out where its
+    lower end reaches 0 (a negative variance); the relative panel drew it down to -250 %."""
+    pytest.importorskip("ipywidgets")
+    from paper_figs.explorer import Explorer
+
+    explorer = Explorer(scheme="none", block="linear", depth=512, input_std=10.0)
+    explorer.run()
+    top, lower = explorer.figure.axes[:2]
+    cut = re.search(r"left out at (\d+) layers", " ".join(_legend_texts(top)))
+    assert cut, _legend_texts(top)
+    lowest = min(path.vertices[:, 1].min() for band in lower.collections for path in band.get_paths())
+    assert lowest >= -100.0 - 1e-9, lowest  # a variance is not negative
+    assert f"band left out at {cut.group(1)} layers" in lower.get_title(), lower.get_title()
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_a_disabled_control_says_why_in_the_page(block):
+    """Issue 52: ipywidgets 8 drops a dropdown's tooltip when it has a description, so the GQA group menu's reason
+    showed nowhere; a line under the controls names each disabled control and why."""
+    pytest.importorskip("ipywidgets")
+    import ipywidgets as widgets
+
+    from paper_figs.explorer import Explorer
+
+    explorer = Explorer(**TINY, block=block)
+
+    def shown(widget) -> list[str]:  # the text of every HTML widget in the page but the status line
+        if isinstance(widget, widgets.Box):
+            return [text for child in widget.children for text in shown(child)]
+        return [widget.value] if isinstance(widget, widgets.HTML) and widget is not explorer.status else []
+
+    page = " ".join(shown(explorer.box))
+    disabled = [control for control in explorer.controls.values() if control.disabled]
+    for control in disabled:
+        reason = control.tooltip.removeprefix("no effect: ")
+        assert f"{control.description}</b> is disabled: {reason}" in page, (block, page)
+    assert bool(page.strip()) == bool(disabled), (block, page)
