@@ -1,9 +1,10 @@
 """The atlas: the studies whose results ship with the workbench, and where they are.
 
-Two atlases ship. ``results/atlas/`` is the depth study of ``examples/studies/atlas/`` trained
-long enough that its verdicts hold still: ten times the tokens of the first atlas, the
-learning rate tuned per scheme and depth, every model also trained for half the steps
-(docs/studies.md#the-atlas). ``results/atlas-400-steps/`` is the first atlas, the four
+Two atlases ship. ``results/atlas/`` holds the studies of ``examples/studies/atlas/`` trained
+long enough that their verdicts hold still: ten times the tokens of the first atlas, the
+learning rate tuned per scheme and cell, every model also trained for half the steps
+(docs/studies.md#the-atlas): the depth study, and the width study as its models come in
+(docs/studies.md#the-atlas-across-width). ``results/atlas-400-steps/`` is the first atlas, the four
 studies of ``examples/studies/*.toml`` (depth and learning rate at 400 steps, width at 1600,
 steps up to 6400): a valid record of early training, whose depth verdicts flip with the
 training length. ``python -m simulate study SPEC... --out DIR --export RESULTS`` regenerates
@@ -13,7 +14,7 @@ spec as it ran (``NAME/spec.toml``), its report tables and the points' long tabl
 run directory.
 
 >>> sorted(atlas_studies(EARLY_ATLAS_SPECS_DIR)), sorted(atlas_studies(ATLAS_SPECS_DIR))
-(['depth', 'lr_depth', 'steps', 'width'], ['depth'])
+(['depth', 'lr_depth', 'steps', 'width'], ['depth', 'width'])
 """
 
 from __future__ import annotations
