@@ -97,7 +97,7 @@ def test_every_full_length_level_tests_its_change_from_the_shorter_models(tuned)
         assert row.change_low <= row.change <= row.change_high, row
         assert isinstance(row.stability, Stability), row
         margin = MARGINS[row.statistic].level  # declared before the data, not taken from the estimate
-        assert row.margin == margin and row.change_confidence == pytest.approx(0.9), row  # two one-sided tests at 0.05
+        assert row.margin == pytest.approx(margin) and row.change_confidence == pytest.approx(0.9), row  # TOST at 0.05
         if row.stability is Stability.STABLE:
             assert -margin < row.change_low and row.change_high < margin, row
         elif row.stability is Stability.MOVES:
