@@ -24,7 +24,7 @@ import pandas as pd
 
 from simulate.claims.definitions import CLAIMS, QUESTIONS
 from simulate.claims.judgement import level_label
-from simulate.study.report import size_words, stability_words
+from simulate.study.report import interval_words, size_words, stability_words
 from simulate.study.tables import at_full_length, read_study, value_text, verdict_interval, words
 from theory.cli import markdown_table
 
@@ -39,8 +39,7 @@ def _interval(row) -> str:
     if pd.isna(estimate.estimate):
         return "confounded with the rate" if "slope" in row and int(row["rates"]) > 1 else ""
     if estimate.bounded:
-        simultaneous = "slope" in row and bool(row["in_family"]) and estimate.confidence != row["confidence"]
-        return estimate.format() + (f" ({level_label(estimate.confidence)}, simultaneous)" if simultaneous else "")
+        return interval_words(row)
     return f"{estimate.format()} ({'one model' if 'slope' not in row else f'no interval from {int(row.cells)} cells'})"
 
 
