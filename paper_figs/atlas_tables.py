@@ -18,8 +18,7 @@ import pandas as pd
 
 from paper_figs.studies import atlas_name, gain_labels
 from simulate.study.atlas import atlas_results, atlas_studies
-from simulate.study.report import interval_words
-from simulate.study.tables import words
+from simulate.study.rows import cell_text, interval_words
 from theory.verdicts import Verdict
 
 __all__ = ["SHOWN_TREND_COLUMNS", "DRAWN_LINES", "shipped_models", "models_sentence", "study_overview",
@@ -82,12 +81,12 @@ def study_overview(folder) -> pd.DataFrame:
 
 def trend_table(trends: pd.DataFrame) -> pd.DataFrame:
     """Every trend as a reader reads it: the slope per e-fold with the interval its verdict reads in one column
-    (:func:`simulate.study.report.interval_words`: a family member's at the family's level, named), the columns of
+    (:func:`simulate.study.rows.interval_words`: a family member's at the family's level, named), the columns of
     :data:`SHOWN_TREND_COLUMNS` that the report has, and '' (not NaN) where a trend has no value."""
     out = trends.copy()
     out["slope per e-fold"] = [interval_words(row) for _, row in trends.iterrows()]  # the interval the verdict reads
     out = out[[c for c in SHOWN_TREND_COLUMNS if c in out]]
-    return out.astype(object).map(words).reset_index(drop=True)
+    return out.astype(object).map(cell_text).reset_index(drop=True)
 
 
 def verdict_counts(trends: pd.DataFrame) -> str:
@@ -99,7 +98,7 @@ def verdict_counts(trends: pd.DataFrame) -> str:
     'of 3 trends with a claimed direction, the verdict is holds for 2, too few axis values for 1 (two axis values \
 give no direction verdict)'
     """
-    claimed = trends[trends["direction"].map(words) != ""]
+    claimed = trends[trends["direction"] != ""]
     counts = Counter(Verdict.parse(v) if v is not None and v == v else None for v in claimed["verdict"])
     first = [Verdict.HOLDS, Verdict.VIOLATED, Verdict.INCONCLUSIVE, Verdict.UNRESOLVABLE]
     order = [v for v in first if v in counts] + [v for v in counts if v not in first]
@@ -118,7 +117,7 @@ def verdict_lines(trends: pd.DataFrame) -> list[str]:
     atlas/depth, along depth (all), line tuned: holds none; violated p1-lns-prune
     atlas/depth, along depth (all), line fixed (not drawn in the figures): holds none; violated p1-lns-prune
     """
-    claimed = trends[trends["direction"].map(words) != ""]
+    claimed = trends[trends["direction"] != ""]
     out = []
     for (atlas, study, axis, group, line), rows in claimed.groupby(["atlas", "study", "axis", "group", "line"],
                                                                     sort=False):
@@ -135,10 +134,10 @@ def gain_trend_lines(trends: pd.DataFrame) -> list[str]:
     gains = trends[trends["scheme"] == "lns-pre"]
     out = []
     for row, slope in zip(gains.itertuples(), trend_table(gains)["slope per e-fold"]):
-        stability = f", stability: {words(row.stability)}" if words(row.stability) else ""
+        stability = f", stability: {row.stability}" if row.stability is not None else ""
         out.append(f"{row.claim}, {_line_words(row.line)}, {gain_labels(row.claim)[0]}, along {row.axis} "
                    f"({row.atlas}/{row.study}, {row.group}): slope {slope} -> {row.verdict}{stability}; "
-                   f"{words(row.crossing)}")
+                   f"{row.crossing}")
     return out
 
 

@@ -112,15 +112,21 @@ def mc_close():
     return assert_mc_close
 
 
+# Items some list's item constraint accepts (a number, a rate, an axis, a claim): a list too short or repeating
+# one is drawn from those its item constraint accepts.
+_LIST_ITEMS = [0, 1, 1e-3, "depth", "p1-lns-loss"]
+
+
 def invalid_strategy(constraint):
     """Hypothesis values that ``constraint`` refuses, generated from its declaration (theory.constraints).
 
     Below or above an interval (its open ends included), non-finite and wrongly typed values, choices that
-    are not among the allowed ones; every value drawn is checked to be one the constraint refuses.
+    are not among the allowed ones, lists too short, repeating an item or holding a bad one; every value drawn
+    is checked to be one the constraint refuses.
     """
     from hypothesis import strategies as st
 
-    from theory.constraints import AnyOf, Boolean, Choice, Integer, Optional, Real
+    from theory.constraints import AnyOf, Boolean, Choice, Integer, ListOf, Optional, Real, Text
 
     wrong_types = st.sampled_from([True, False, None, "1", [1], 1.5])
     if isinstance(constraint, Integer):
@@ -141,6 +147,16 @@ def invalid_strategy(constraint):
         parts = [st.text(max_size=12), st.sampled_from([3, 1.5, None, True])]
     elif isinstance(constraint, Boolean):
         parts = [st.sampled_from([0, 1, "true", None, 1.0])]
+    elif isinstance(constraint, Text):
+        parts = [st.sampled_from([None, 1, 1.5, True, ["depth"]])]
+    elif isinstance(constraint, ListOf):
+        valid = [item for item in _LIST_ITEMS if constraint.item.accepts(item)]
+        parts = [st.sampled_from([None, "depth", 1, 1.5, True, (1e-3, 1e-2)]),  # not a list
+                 st.lists(invalid_strategy(constraint.item), min_size=1, max_size=3)]  # a bad item
+        if constraint.min_length:
+            parts.append(st.lists(st.sampled_from(valid), max_size=constraint.min_length - 1))  # too short
+        if constraint.distinct:
+            parts.append(st.sampled_from(valid).map(lambda item: [item, item]))  # an item twice
     elif isinstance(constraint, Optional):
         parts = [invalid_strategy(constraint.inner)]
     elif isinstance(constraint, AnyOf):

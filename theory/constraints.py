@@ -1,8 +1,8 @@
 """One vocabulary for what a field may hold: intervals, choices, types, each with its one-line message.
 
 In the style of scikit-learn's parameter validation: a field is declared with a
-:class:`Constraint` (:class:`Integer`, :class:`Real`, :class:`Choice`, :class:`Boolean`,
-and :class:`Optional` / ``|`` to combine them); :meth:`Constraint.check` raises
+:class:`Constraint` (:class:`Integer`, :class:`Real`, :class:`Choice`, :class:`Boolean`, :class:`Text`,
+:class:`ListOf` for a list of such, and :class:`Optional` / ``|`` to combine them); :meth:`Constraint.check` raises
 :class:`ConstraintError`, whose message is the workbench's one line
 ``name=value is not allowed: <what is allowed>``. The Setting, the training options, the
 sweep and study options and the command lines declare their fields with these, so a rule is
@@ -31,8 +31,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["ConstraintError", "Constraint", "Integer", "Real", "Choice", "Boolean", "Optional", "AnyOf",
-           "check_fields"]
+__all__ = ["ConstraintError", "Constraint", "Integer", "Real", "Choice", "Boolean", "Text", "ListOf", "Optional",
+           "AnyOf", "check_fields"]
 
 
 class ConstraintError(ValueError):
@@ -167,6 +167,54 @@ class Boolean(Constraint):
 
 
 @dataclass(frozen=True)
+class Text(Constraint):
+    """A string (a name whose allowed values depend on other fields is checked where those fields meet).
+
+    >>> Text().check("axis", 4)
+    Traceback (most recent call last):
+    ...
+    theory.constraints.ConstraintError: axis=4 is not allowed: a string
+    """
+
+    @property
+    def allowed(self) -> str:
+        return "a string"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str)
+
+
+@dataclass(frozen=True)
+class ListOf(Constraint):
+    """A list (not a tuple or a string) of at least ``min_length`` items, each allowed by ``item``; ``distinct``:
+    no item twice; ``note`` ends the message.
+
+    >>> ListOf(Real(0.0, low_open=True), 2, distinct=True).check("grid", [1e-3, 1e-3])
+    Traceback (most recent call last):
+    ...
+    theory.constraints.ConstraintError: grid=[0.001, 0.001] is not allowed: a list of at least 2 distinct values, \
+each a real number in (0, inf)
+    >>> ListOf(Text(), 1, note="swept fields").allowed, ListOf(Integer(0)).accepts([0, 2])
+    ('a non-empty list of values, each a string (swept fields)', True)
+    """
+
+    item: Constraint
+    min_length: int = 0
+    distinct: bool = False
+    note: str = ""
+
+    @property
+    def allowed(self) -> str:
+        size = {0: "a list of", 1: "a non-empty list of"}.get(self.min_length, f"a list of at least {self.min_length}")
+        text = f"{size} {'distinct ' if self.distinct else ''}values, each {self.item.allowed}"
+        return f"{text} ({self.note})" if self.note else text
+
+    def accepts(self, value: Any) -> bool:
+        return (isinstance(value, list) and len(value) >= self.min_length and all(map(self.item.accepts, value))
+                and not (self.distinct and any(v in value[:i] for i, v in enumerate(value))))
+
+
+@dataclass(frozen=True)
 class AnyOf(Constraint):
     """Any of several constraints (``a | b``)."""
 
@@ -195,13 +243,19 @@ class Optional(Constraint):
         return value is None or self.inner.accepts(value)
 
 
-def check_fields(values: dict, constraints: dict, error: type[ConstraintError] = ConstraintError) -> None:
-    """Check every ``name: constraint`` of ``constraints`` against ``values[name]``, in order (the first fails).
+def check_fields(values: dict, constraints: dict, error: type[ConstraintError] = ConstraintError,
+                 prefix: str = "") -> None:
+    """Check every ``name: constraint`` of ``constraints`` against ``values[name]``, in order (the first fails);
+    the message names the field ``prefix + name`` (the table it sits in).
 
     >>> check_fields({"steps": 0}, {"steps": Integer(1)})
     Traceback (most recent call last):
     ...
     theory.constraints.ConstraintError: steps=0 is not allowed: an integer >= 1
+    >>> check_fields({"stability": 2.0}, {"stability": Real(0.0, 1.0)}, prefix="study.")
+    Traceback (most recent call last):
+    ...
+    theory.constraints.ConstraintError: study.stability=2.0 is not allowed: a real number in [0, 1]
     """
     for name, constraint in constraints.items():
-        constraint.check(name, values[name], error)
+        constraint.check(prefix + name, values[name], error)

@@ -16,6 +16,9 @@ cell, per trend, and the calibration of its verdicts on its own design.
     The claims judged per cell and along each axis by :mod:`simulate.claims.along_axes`, laid out
     by :mod:`simulate.study.tables`; the family's verdict rules simulated on the study's design
     (:mod:`simulate.claims.calibration`).
+
+:func:`judge_study` makes all of them at once, a study's :class:`~simulate.study.tables.StudyJudgement`:
+the one object every page formats.
 """
 
 from __future__ import annotations
@@ -29,11 +32,11 @@ from simulate.claims import ModelEvidence, ModelStatistics, STATISTICS, model_st
 from simulate.claims.along_axes import judge_levels, judge_trends
 from simulate.claims.calibration import calibrate
 from simulate.study.point_table import point_evidence
-from simulate.study.tables import level_frame, trend_frame
+from simulate.study.tables import StudyJudgement, level_frame, trend_frame
 from simulate.sweep.store import finished_records, read_point
 
 __all__ = ["VERSION_COLUMNS", "Model", "load_models", "distinct_models", "points_table", "comparison_lines",
-           "levels_table", "trends_table", "calibration_table"]
+           "levels_table", "trends_table", "calibration_table", "judge_study"]
 
 # What a model rests on: column of points.parquet -> key of its record's headline (simulate.study.point)
 VERSION_COLUMNS = {"code": "code", "corpus": "data", "python": "python", "torch": "torch"}
@@ -171,3 +174,11 @@ def calibration_table(study, judgements, studies: int = 1000) -> pd.DataFrame:
     (:func:`simulate.claims.calibration.calibrate`)."""
     family = [j for j in judgements if j.in_family and math.isfinite(j.design.residual_var)]
     return calibrate(family, study.inference, studies=studies)
+
+
+def judge_study(study, models: list[Model], tuning: pd.DataFrame | None = None) -> StudyJudgement:
+    """The judgement of ``study`` on ``models`` (those at its cells' chosen rates for a tuned study), with its
+    ``tuning`` table (:func:`simulate.study.tuning.tuning_table`; None for an untuned study)."""
+    trends, judgements = trends_table(study, models)
+    return StudyJudgement(study.name, points_table(study, models), levels_table(study, models), trends,
+                          calibration_table(study, judgements), tuning)

@@ -120,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
 
         count = export_study_points(studies, out, dest)
         print(f"{PROG}: {count} models copied without weights to {dest}", file=sys.stderr)
-        _write_reports(studies, dest, command)
-        readme = write_results_readme(studies, args.export, args.specs, args.out, command)
+        judgements = _write_reports(studies, dest, command)
+        readme = write_results_readme(studies, judgements, args.export, args.specs, args.out, command)
         print(f"what the copy holds and how to go on -> {readme}")
         if args.compare is not None:
             from simulate.study.changes import write_changes
@@ -157,13 +157,16 @@ def _predict(studies, args, argv) -> int:
     return 0
 
 
-def _write_reports(studies, out, command: str) -> None:
-    """Every study's reports in ``out``, then the variance laws when a study runs along depth."""
+def _write_reports(studies, out, command: str) -> dict:
+    """Every study's reports in ``out``, then the variance laws when a study runs along depth; ``{name: the
+    study's judgement}``."""
     from simulate.study.extrapolation_report import write_extrapolation
     from simulate.study.report import write_reports
 
+    judgements = {}
     for study in studies:
         written = write_reports(study, out, command)
+        judgements[study.name] = written.judgement
         print(f"study {study.name}: {written.points} models, {written.claims} claim rows, "
               f"{written.warnings} warnings -> {written.folder}")
     extrapolation = write_extrapolation(studies, out)
@@ -174,3 +177,4 @@ def _write_reports(studies, out, command: str) -> None:
     for judged in write_judgements(studies, out):
         print(f"pre-registered {judged.name} judged -> {Path(out) / judged.name}-judged.md"
               + (f" (not judged: {judged.problem})" if judged.problem else ""))
+    return judgements

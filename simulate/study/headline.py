@@ -1,5 +1,6 @@
 """The headline answers of a depth study: the questions of :data:`simulate.claims.definitions.QUESTIONS`, each
-read from the study's own reports at the full length, with what it rests on and whether it holds still.
+answered from the study's judgement (:class:`simulate.study.tables.StudyJudgement`) at the full length, with what
+it rests on and whether it holds still.
 
 A shipped atlas (``results/atlas/README.md``) answers (docs/studies.md#headline-answers):
 
@@ -24,8 +25,8 @@ import pandas as pd
 
 from simulate.claims.definitions import CLAIMS, QUESTIONS
 from simulate.claims.judgement import level_label
-from simulate.study.report import interval_words, size_words, stability_words
-from simulate.study.tables import at_full_length, read_study, value_text, verdict_interval, words
+from simulate.study.rows import interval_words, size_words, stability_words, value_text, verdict_interval
+from simulate.study.tables import at_full_length
 from theory.cli import markdown_table
 
 __all__ = ["headline_section"]
@@ -80,10 +81,10 @@ def _trend_line(trends: pd.DataFrame, claim: str, answers: dict, held: list[str]
         size = size_words(t)
         size = f" Against P1's size: **{size}**." if size else ""
         detectable = f"; detectable at 80 % power: {t['detectable']:.3g}" if pd.notna(t["detectable"]) else ""
-        needs = f"; to resolve it: {t['needs']}" if words(t["needs"]) else ""
+        needs = f"; to resolve it: {t['needs']}" if t["needs"] else ""
         lines.append(f"- As depth grows, line `{t['line']}`{at}: **{answer}** (slope per e-fold of depth "
                      f"{_interval(t)}{p}{rates}{detectable}{needs}; {t['n']} models; along the cells, {t['shape']}; "
-                     f"{_stability(t)})" + (f"; {t['crossing']}" if words(t["crossing"]) else "") + f".{size}")
+                     f"{_stability(t)})" + (f"; {t['crossing']}" if t["crossing"] else "") + f".{size}")
     return lines
 
 
@@ -135,17 +136,13 @@ def _growth_question(question, trends, held) -> list[str]:
     return [markdown_table(pd.DataFrame(rows))] if rows else []
 
 
-def headline_section(folder, study) -> list[str]:
-    """Markdown lines answering :data:`~simulate.claims.definitions.QUESTIONS` from ``folder/NAME``'s reports;
-    empty for a study that does not run along depth or has no reports yet."""
+def headline_section(judgement, study) -> list[str]:
+    """Markdown lines answering :data:`~simulate.claims.definitions.QUESTIONS` from ``study``'s ``judgement``
+    (:class:`~simulate.study.tables.StudyJudgement`); empty for a study that does not run along depth."""
     if "depth" not in study.axes:
         return []
-    try:
-        results = read_study(folder, study.name)
-    except FileNotFoundError:
-        return []
-    levels, trends = at_full_length(results.levels), at_full_length(results.trends)
-    rates = _rates(results.tuning)
+    levels, trends = at_full_length(judgement.levels), at_full_length(judgement.trends)
+    rates = _rates(judgement.tuning)
     held = _held_fields(study, levels)
     body = []
     for number, question in enumerate(QUESTIONS, start=1):

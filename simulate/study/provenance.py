@@ -20,7 +20,7 @@ from pathlib import Path
 from simulate.study.analysis import distinct_models
 from simulate.study.headline import headline_section
 from simulate.study.preregistration import judged_summary
-from simulate.study.tables import value_text
+from simulate.study.rows import value_text
 from simulate.study.tuning import planned_points, unplanned_points
 from theory.files import atomic_write
 
@@ -55,8 +55,9 @@ def _study_cells(study, models, unknown: int) -> dict[tuple, tuple[int, int]]:
     return cells
 
 
-def results_readme(studies, folder: str, specs: list[str], out: str, command: str) -> str:
-    """The README of the results folder ``folder`` holding ``studies`` (module docstring).
+def results_readme(studies, judgements: dict, folder: str, specs: list[str], out: str, command: str) -> str:
+    """The README of the results folder ``folder`` holding ``studies`` (module docstring), with the headline answers
+    of each study's judgement in ``judgements`` (``{name: StudyJudgement}``, those just written into ``folder``).
 
     ``specs`` are the studies' spec files and ``out`` the study directory, as the user gave
     them; ``command`` the command that exported the folder.
@@ -109,7 +110,7 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
         "## Models per cell (finished / planned)", "",
         *(_cell_line(study.name, _study_cells(study, per_study[study.name], planned[study.name][1]))
           for study in studies), "",
-        *(line for study in studies for line in headline_section(folder, study)),
+        *(line for study in studies for line in headline_section(judgements[study.name], study)),
         *judged_summary(folder),
         "## To go on", "",
         "The points here are finished models: copy them into a study directory and run the same command; only "
@@ -122,7 +123,7 @@ def results_readme(studies, folder: str, specs: list[str], out: str, command: st
     return "\n".join(lines)
 
 
-def write_results_readme(studies, folder: str, specs: list[str], out: str, command: str) -> Path:
+def write_results_readme(studies, judgements: dict, folder: str, specs: list[str], out: str, command: str) -> Path:
     """Write :func:`results_readme` to ``folder/README.md`` whole; its path."""
-    text = results_readme(studies, folder, specs, out, command)
+    text = results_readme(studies, judgements, folder, specs, out, command)
     return atomic_write(Path(folder) / README, lambda path: Path(path).write_text(text))

@@ -1,8 +1,9 @@
 """A study's report files in ``DIR/NAME/``: ``points.parquet``, ``levels.csv``, ``trends.csv``, ``calibration.csv``,
 ``study.md``.
 
-The tables are those of :mod:`simulate.study.analysis`, written and read back by
-:mod:`simulate.study.tables` (columns: docs/formats.md, section "study"); ``study.md`` is what a
+The tables are the study's judgement (:func:`simulate.study.analysis.judge_study`), written by
+:mod:`simulate.study.tables` (columns: docs/formats.md, section "study"); ``study.md`` formats the same
+object (:func:`study_markdown`) and is what a
 reader wants first: how the study was made (command, the versions its models rest on and where they
 mix, dates, how many models ran, failed or are pending, the inference settings it ran with,
 warnings), what its design can resolve (the calibration of its verdict rules on its own design), the
@@ -18,31 +19,31 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 import pandas as pd
 
 from simulate.claims import CLAIMS, Kind
-from simulate.claims.judgement import describe_size, describe_stability, level_label
-from simulate.study.analysis import (calibration_table, levels_table, load_models, points_table, trends_table,
-                                     VERSION_COLUMNS)
-from simulate.study.tables import change_interval, verdict_interval, write_tables
+from simulate.claims.judgement import level_label
+from simulate.study.analysis import VERSION_COLUMNS, judge_study, load_models
+from simulate.study.rows import interval_words, size_words, stability_words, verdict_interval
+from simulate.study.tables import StudyJudgement, write_tables
 from theory.cli import markdown_table
-from theory.files import atomic_write, write_text_atomic
+from theory.files import write_text_atomic
 from theory.verdicts import GrowthClass, Verdict
 
-__all__ = ["EPOCH_WARNING", "Written", "write_reports", "study_markdown", "stability_words", "size_words",
-           "interval_words"]
+__all__ = ["EPOCH_WARNING", "Written", "write_reports", "study_markdown"]
 
 EPOCH_WARNING = 2.0
 
 
 @dataclass(frozen=True)
 class Written:
-    """What :func:`write_reports` wrote: the folder, models (ok ones), claim rows (trends), warnings."""
+    """What :func:`write_reports` wrote: the folder, the judgement it formatted, models (ok ones), claim rows
+    (trends), warnings."""
 
     folder: Path
+    judgement: StudyJudgement
     points: int
     claims: int
     warnings: int
@@ -191,34 +192,6 @@ def _trend_section(trends: pd.DataFrame) -> list[str]:
     return ["", "## Trends", "", markdown_table(table)]
 
 
-def interval_words(row) -> str:
-    """``0.0054 [-0.0066, 0.017] (99.7 %)``: the estimate and the interval its verdict reads, with its level where
-    that is not the report's (a family member's); '' without an estimate."""
-    interval = verdict_interval(row)
-    text = interval.format()
-    if text and interval.bounded and "slope" in row and bool(row.get("in_family")):
-        text += f" ({level_label(interval.confidence)}, simultaneous)" if interval.confidence != row["confidence"] \
-            else ""
-    return text
-
-
-def size_words(row) -> str:
-    """The answer against the papers' size of a levels' or trends' row ('' for a claim without one)."""
-    claim = CLAIMS[row["claim"]]
-    if claim.reference is None or not isinstance(row.get("size"), Enum) or pd.isna(row.get("reference")):
-        return ""
-    trend = "slope" in row
-    unit = f" per e-fold of {row['axis']}" if trend else ""
-    return describe_size(row["size"], verdict_interval(row), claim.reference, float(row["reference"]), unit, trend)
-
-
-def stability_words(row) -> str:
-    """``stable (change -0.11 [90 % -0.22, 0.00], margin ±0.25)`` of a levels' or trends' row, '' without one."""
-    if row["stability"] is None:
-        return ""
-    return describe_stability(row["stability"], change_interval(row), float(row["margin"]))
-
-
 def _level_section(study, levels: pd.DataFrame, trends: pd.DataFrame) -> list[str]:
     lines = ["", "## Each claim, cell by cell"]
     fields = list(study.cell_fields())
@@ -329,19 +302,20 @@ def _sensitivity_section(study, candidates) -> list[str]:
             "the rate tuning chose.", "", markdown_table(table)]
 
 
-def study_markdown(study, points, levels, trends, calibration, command: str, tuning: pd.DataFrame | None = None,
-                   candidates=()) -> str:
-    """The text of ``study.md`` (module docstring)."""
-    lines = (_header(study, points, command) + _mixed(levels, trends) + _calibration_section(study, calibration)
-             + _trend_section(trends)
-             + _tuning_section(study, tuning) + _sensitivity_section(study, candidates)
+def study_markdown(study, judgement: StudyJudgement, command: str, candidates=()) -> str:
+    """The text of ``study.md`` (module docstring): ``judgement`` formatted, with ``candidates``, a tuned study's
+    models at every rate it tried, for the rate sensitivity."""
+    points, levels, trends = judgement.points, judgement.levels, judgement.trends
+    lines = (_header(study, points, command) + _mixed(levels, trends)
+             + _calibration_section(study, judgement.calibration) + _trend_section(trends)
+             + _tuning_section(study, judgement.tuning) + _sensitivity_section(study, candidates)
              + _phase_section(study, levels) + _level_section(study, levels, trends))
     return "\n".join(lines) + "\n"
 
 
 def write_reports(study, out, command: str | None = None) -> Written:
-    """Read ``study``'s models from ``out`` and write its report files into ``out/NAME`` (``tuning.csv`` too
-    for a tuned study)."""
+    """Read ``study``'s models from ``out``, judge them (:func:`simulate.study.analysis.judge_study`) and write the
+    judgement's files and ``study.md`` into ``out/NAME``."""
     import dataclasses
 
     from simulate.study.tuning import resolve_tuning, tuning_table
@@ -350,18 +324,13 @@ def write_reports(study, out, command: str | None = None) -> Written:
     folder = out / study.name
     folder.mkdir(parents=True, exist_ok=True)
     study = resolve_tuning(study, out)
-    tuning = tuning_table(study, out) if study.tuned else None
-    if tuning is not None:
-        atomic_write(folder / "tuning.csv", lambda temp: tuning.to_csv(temp, index=False))
     candidates = load_models(dataclasses.replace(study, sweep=study.candidates), out) if study.tuned else []
     chosen = {p.key for p in study.sweep.points}
     models = [m for m in candidates if m.point.key in chosen] if study.tuned else load_models(study, out)
-    points, levels = points_table(study, models), levels_table(study, models)
-    trends, judgements = trends_table(study, models)
-    calibration = calibration_table(study, judgements)
-    command = command or f"python -m simulate study SPEC --out {out}"
-    atomic_write(folder / "points.parquet", lambda temp: points.to_parquet(temp, index=False))
-    write_tables(folder, levels, trends, calibration)
-    write_text_atomic(folder / "study.md", study_markdown(study, points, levels, trends, calibration, command, tuning,
-                                                          candidates))
-    return Written(folder, int((points["status"] == "ok").sum()), len(trends), len(_warnings(points)))
+    judgement = judge_study(study, models, tuning_table(study, out) if study.tuned else None)
+    write_tables(folder, judgement)
+    write_text_atomic(folder / "study.md", study_markdown(
+        study, judgement, command or f"python -m simulate study SPEC --out {out}", candidates))
+    points = judgement.points
+    return Written(folder, judgement, int((points["status"] == "ok").sum()), len(judgement.trends),
+                   len(_warnings(points)))

@@ -39,11 +39,16 @@ its own (LNS and Pre-LN are compared each at its own rate). ``tune_lr_beyond`` l
 outside the grid: a cell whose best rate so far is at an edge of what it tried goes on to the
 next of these rates past that edge, one at a time (:func:`simulate.study.tuning.reached_rates`).
 
-Bad input raises :class:`StudyError` (one line naming the key): an unknown key, axis or
-claim, an axis of one value, fewer than two seeds, a claim whose schemes the study does
-not train, a stability fraction outside (0, 1), a tuning grid of one value, a tuning seed
-the study does not train, a rate beyond the grid that is not outside it, a confidence outside
-(0, 1), an unknown multiplicity method, fewer than 100 bootstrap resamples.
+Bad input raises :class:`StudyError`, one line naming the key. What each field of the
+``[study]`` table may hold is declared once, in :data:`STUDY_FIELDS` (a field left out takes its
+default), and the study's ``seeds`` (at least two: every interval is over seeds) in
+:data:`STUDY_SEEDS`, with :mod:`theory.constraints`: ``study.FIELD=VALUE is not allowed: <what is
+allowed>``. The rules between fields are written where the fields meet: an axis is a swept numeric
+field of the spec (not one the study table sweeps itself) with two or more values, each > 0; a
+claim needs its schemes among those the study trains; ``stability`` needs ``round(f steps)`` in
+``1..steps-1``; ``tune_seeds`` and ``tune_lr_beyond`` come only with ``tune_lr``, the tuning seeds
+among the study's seeds and the rates beyond outside the grid; a field the study table sweeps
+(``steps``, ``lr``) is not swept by the spec too. An unknown key is refused as well.
 
 >>> study = parse_study({"setting": {"preset": "llama", "width": 16, "heads": 2, "tokens": 16},
 ...                      "axes": {"scheme": ["pre", "lns"], "depth": [2, 4]}, "seeds": 2,
@@ -65,12 +70,29 @@ from simulate.claims.definitions import CLAIMS, applicable_claims
 from simulate.claims.judgement import INFERENCE_FIELDS, Inference
 from simulate.study.point import STUDY_DEFAULTS  # also registers the sweep task "study"
 from simulate.sweep.spec import SPEC_KEYS, SpecError, Sweep, parse_spec, read_spec
-from theory.constraints import ConstraintError, Integer, Real
+from theory.constraints import Choice, ConstraintError, Integer, ListOf, Optional, Real, Text, check_fields
 
-__all__ = ["STUDY_KEYS", "StudyError", "Study", "parse_study", "check_names", "load_study"]
+__all__ = ["STUDY_KEYS", "STUDY_FIELDS", "STUDY_SEEDS", "StudyError", "Study", "parse_study", "check_names",
+           "load_study"]
 
 STUDY_KEYS = tuple(k for k in SPEC_KEYS if k != "task") + ("study",)
-_STUDY_TABLE = ("axes", "claims", "stability", "tune_lr", "tune_seeds", "tune_lr_beyond", *INFERENCE_FIELDS)
+
+_POSITIVE = Real(0.0, low_open=True)
+# What each field of the [study] table may hold (theory.constraints; None: left out, the default). The rules
+# between fields are where they meet: the axes against the sweep (_study_axes), the claims against its schemes
+# (_claims), stability against steps (_stability), the tuning fields against tune_lr and the seeds (_tuning).
+STUDY_FIELDS = {
+    "axes": ListOf(Text(), 1, distinct=True, note="swept numeric fields"),
+    "claims": Optional(ListOf(Choice(*applicable_claims(("pre", "lns"))), 1, distinct=True,
+                              note="a knob claim compares two runs that differ in one field: verify --trained")),
+    "stability": Optional(Real(0.0, 1.0, low_open=True, high_open=True, note="a fraction of the steps, e.g. 0.5")),
+    "tune_lr": Optional(ListOf(_POSITIVE, 2, distinct=True, note="learning rates")),
+    "tune_seeds": Optional(ListOf(Integer(0), 1, distinct=True, note="seeds the study trains")),
+    "tune_lr_beyond": Optional(ListOf(_POSITIVE, distinct=True, note="learning rates outside study.tune_lr")),
+    **{name: Optional(constraint) for name, constraint in INFERENCE_FIELDS.items()},
+}
+# A study's seeds (the spec's seeds key): at least two, since every interval of a study is over seeds.
+STUDY_SEEDS = Integer(2) | ListOf(Integer(0), 2, distinct=True)
 
 
 class StudyError(ValueError):
@@ -124,24 +146,29 @@ def _point_value(point, axis: str):
     return point.axes[axis] if axis in point.axes else getattr(point.setting, axis)
 
 
-def _seed_count(data: dict) -> None:
-    seeds = data.get("seeds")
-    count = seeds if Integer().accepts(seeds) else (len(seeds) if isinstance(seeds, list) else 1)
-    if count < 2:
-        raise StudyError(f"seeds={seeds!r} is not allowed: at least 2 seeds (a count or a list), since every "
-                         "interval of a study is over seeds")
+def _declared(data: dict, table: dict) -> dict:
+    """The fields of the [study] table (None where left out), each, and the spec's ``seeds``, checked against its
+    declaration (:data:`STUDY_FIELDS`, :data:`STUDY_SEEDS`)."""
+    fields = {name: table.get(name) for name in STUDY_FIELDS}
+    try:
+        STUDY_SEEDS.check("seeds", data.get("seeds"))
+        check_fields(fields, STUDY_FIELDS, prefix="study.")
+    except ConstraintError as error:
+        raise StudyError(str(error)) from None
+    return fields
 
 
-def _study_axes(table: dict, sweep: Sweep) -> tuple[str, ...]:
-    axes = table.get("axes")
-    if not isinstance(axes, list) or not axes or not all(isinstance(a, str) for a in axes):
-        raise StudyError(f"study.axes={axes!r} is not allowed: a non-empty list of swept field names")
+def _study_axes(axes: list, sweep: Sweep, own: tuple[str, ...]) -> tuple[str, ...]:
+    """``axes``, each a swept numeric field of ``sweep`` with two or more values > 0 and none of ``own`` (the
+    fields the study table sweeps itself)."""
     for axis in axes:
+        if axis in own:
+            raise StudyError(f"study.axes: {axis!r} is swept by the study table itself, not an axis of trends")
         if axis not in sweep.axis_fields or axis == "scheme":
             swept = ", ".join(f for f in sweep.axis_fields if f != "scheme") or "none"
             raise StudyError(f"study.axes: {axis!r} is not a swept numeric field of this study: choose from {swept}")
         values = sorted({_point_value(p, axis) for p in sweep.points})
-        if not all(Real(0.0, low_open=True).accepts(v) for v in values):
+        if not all(_POSITIVE.accepts(v) for v in values):
             raise StudyError(f"study.axes: {axis!r} has values {values}: trends run against log({axis}), so "
                              "each value must be a number > 0")
         if len(values) < 2:
@@ -149,18 +176,11 @@ def _study_axes(table: dict, sweep: Sweep) -> tuple[str, ...]:
     return tuple(axes)
 
 
-def _claims(table: dict, schemes: tuple[str, ...]) -> tuple[str, ...]:
-    claims = table.get("claims")
+def _claims(claims: list | None, schemes: tuple[str, ...]) -> tuple[str, ...]:
+    """``claims``, each with its schemes among ``schemes``; left out, every claim those schemes can test."""
     if claims is None:
         return applicable_claims(schemes)
-    if not isinstance(claims, list) or not claims or not all(isinstance(c, str) for c in claims):
-        raise StudyError(f"study.claims={claims!r} is not allowed: a non-empty list of claim names")
-    allowed = applicable_claims(("pre", "lns"))
     for name in claims:
-        if name not in allowed:
-            raise StudyError(f"study.claims: {name!r} is not a claim a study judges: choose from {', '.join(allowed)}"
-                             + (" (a knob claim compares two runs that differ in one field: verify --trained)"
-                                if name in CLAIMS else ""))
         missing = [s for s in CLAIMS[name].schemes if s not in schemes]
         if missing:
             raise StudyError(f"study.claims: {name!r} needs scheme {missing[0]!r}, which this study does not "
@@ -176,13 +196,10 @@ def _add_axis(data: dict, key: str, name: str, values: list) -> dict:
     return {**data, "axes": {**axes, name: values}}
 
 
-def _stability(table: dict, data: dict) -> tuple[dict, tuple[int, int] | None]:
+def _stability(fraction: float | None, data: dict) -> tuple[dict, tuple[int, int] | None]:
     """The spec with ``steps = [round(f N), N]`` swept for ``stability = f`` (module docstring)."""
-    if "stability" not in table:
+    if fraction is None:
         return data, None
-    fraction = table["stability"]
-    if not Real(0.0, 1.0, low_open=True, high_open=True).accepts(fraction):
-        raise StudyError(f"study.stability={fraction!r} is not allowed: a fraction of the steps in (0, 1), e.g. 0.5")
     steps = data.get("options", {}).get("steps", STUDY_DEFAULTS["steps"])
     shorter = round(fraction * steps) if Integer(2).accepts(steps) else 0
     if not 1 <= shorter < steps:
@@ -191,45 +208,27 @@ def _stability(table: dict, data: dict) -> tuple[dict, tuple[int, int] | None]:
     return _add_axis(data, "stability", "steps", [shorter, steps]), (shorter, steps)
 
 
-def _tuning(table: dict, data: dict) -> tuple[dict, tuple[float, ...], tuple[int, ...], tuple[float, ...]]:
+def _tuning(fields: dict, data: dict) -> tuple[dict, tuple[float, ...], tuple[int, ...], tuple[float, ...]]:
     """The spec with ``lr`` swept over ``tune_lr`` and ``tune_lr_beyond``; the grid, the tuning seeds and the
     rates beyond the grid (module docstring)."""
-    if "tune_lr" not in table:
+    grid = fields["tune_lr"]
+    if grid is None:
         for key in ("tune_seeds", "tune_lr_beyond"):
-            if key in table:
+            if fields[key] is not None:
                 raise StudyError(f"study.{key} is allowed only with study.tune_lr (the grid they tune)")
         return data, (), (), ()
-    grid = table["tune_lr"]
-    if not _rates(grid) or len(set(grid)) < 2:
-        raise StudyError(f"study.tune_lr={grid!r} is not allowed: a grid of at least two distinct learning rates > 0")
-    beyond = table.get("tune_lr_beyond", [])
-    if not _rates(beyond) or any(min(grid) <= rate <= max(grid) for rate in beyond):
-        raise StudyError(f"study.tune_lr_beyond={beyond!r} is not allowed: learning rates > 0 below "
-                         f"{min(grid):g} or above {max(grid):g} (outside study.tune_lr)")
-    seeds = data.get("seeds")
-    trained = list(range(seeds)) if Integer().accepts(seeds) else list(seeds)
-    chosen = table.get("tune_seeds", trained[:1])
-    if not isinstance(chosen, list) or not chosen or not all(Integer().accepts(s) for s in chosen):
-        raise StudyError(f"study.tune_seeds={chosen!r} is not allowed: a non-empty list of the study's seeds "
-                         f"({', '.join(map(str, trained))})")
+    beyond = fields["tune_lr_beyond"] or []
+    if any(min(grid) <= rate <= max(grid) for rate in beyond):
+        raise StudyError(f"study.tune_lr_beyond={beyond!r} is not allowed: learning rates below {min(grid):g} or "
+                         f"above {max(grid):g} (outside study.tune_lr)")
+    seeds = data["seeds"]
+    trained = list(range(seeds)) if isinstance(seeds, int) else seeds
+    chosen = trained[:1] if fields["tune_seeds"] is None else fields["tune_seeds"]
     if missing := [s for s in chosen if s not in trained]:
         raise StudyError(f"study.tune_seeds: seed {missing[0]} is not allowed: the study trains seeds "
                          f"{', '.join(map(str, trained))}")
-    return (_add_axis(data, "tune_lr", "lr", sorted({*grid, *beyond})), tuple(sorted(set(grid))),
-            tuple(dict.fromkeys(chosen)), tuple(sorted(set(beyond))))
-
-
-def _rates(values) -> bool:
-    """Whether ``values`` is a list of learning rates (numbers > 0)."""
-    return isinstance(values, list) and all(Real(0.0, low_open=True).accepts(v) and not isinstance(v, bool)
-                                            for v in values)
-
-
-def _inference(table: dict) -> Inference:
-    try:
-        return Inference(**{key: table[key] for key in INFERENCE_FIELDS if key in table})
-    except ConstraintError as error:
-        raise StudyError(f"study.{error}") from None
+    return (_add_axis(data, "tune_lr", "lr", sorted(grid + beyond)), tuple(sorted(grid)), tuple(chosen),
+            tuple(sorted(beyond)))
 
 
 def parse_study(data: dict, default_name: str = "study", text: str = "") -> Study:
@@ -241,26 +240,25 @@ def parse_study(data: dict, default_name: str = "study", text: str = "") -> Stud
     table = data.get("study")
     if not isinstance(table, dict):
         raise StudyError("a [study] table is needed (axes = [...], optionally claims = [...])")
-    extra = sorted(set(table) - set(_STUDY_TABLE))
+    extra = sorted(set(table) - set(STUDY_FIELDS))
     if extra:
-        raise StudyError(f"unknown key study.{extra[0]}: the [study] table has {', '.join(_STUDY_TABLE)}")
-    _seed_count(data)
-    data, stability = _stability(table, data)
-    data, grid, tune_seeds, beyond = _tuning(table, data)
+        raise StudyError(f"unknown key study.{extra[0]}: the [study] table has {', '.join(STUDY_FIELDS)}")
+    fields = _declared(data, table)
+    data, stability = _stability(fields["stability"], data)
+    data, grid, tune_seeds, beyond = _tuning(fields, data)
     try:
         sweep = parse_spec({**{k: v for k, v in data.items() if k != "study"}, "task": "study"}, default_name)
     except SpecError as error:
         raise StudyError(str(error)) from None
-    for added, key in (("steps", stability), ("lr", grid)):
-        if key and added in table.get("axes", []):
-            raise StudyError(f"study.axes: {added!r} is swept by the study table itself, not an axis of trends")
-    axes = _study_axes(table, sweep)
+    own = tuple(name for name, swept in (("steps", stability), ("lr", grid)) if swept)
+    axes = _study_axes(fields["axes"], sweep, own)
     schemes = tuple(dict.fromkeys(p.setting.scheme for p in sweep.points))
     zips = data.get("zip", [])
     linked = {name: tuple(n for n in group if n != name)
               for group in ([zips] if isinstance(zips, dict) else zips) for name in group}
-    return Study(sweep.name, sweep, axes, _claims(table, schemes), text, linked, stability, grid, tune_seeds,
-                 beyond, inference=_inference(table))
+    inference = Inference(**{name: fields[name] for name in INFERENCE_FIELDS if fields[name] is not None})
+    return Study(sweep.name, sweep, axes, _claims(fields["claims"], schemes), text, linked, stability, grid,
+                 tune_seeds, beyond, inference=inference)
 
 
 def check_names(studies) -> None:

@@ -1,5 +1,10 @@
-"""A study's judgement tables on disk: the only writer and reader of ``levels.csv``, ``trends.csv`` and
-``calibration.csv``.
+"""A study's judgement, in memory and on disk: :class:`StudyJudgement`, and the only writer and reader of its files
+``points.parquet``, ``levels.csv``, ``trends.csv``, ``calibration.csv`` and ``tuning.csv``.
+
+:func:`simulate.study.analysis.judge_study` makes a :class:`StudyJudgement` from a study's models,
+:func:`write_tables` writes it, :func:`read_study` reads it back equal (the round trip:
+tests/simulate/test_study_judgement.py); every page formats the object it is given
+(:mod:`simulate.study.report`, :mod:`simulate.study.headline`, :mod:`simulate.study.provenance`).
 
 :func:`level_frame` and :func:`trend_frame` lay the judges' typed records
 (:class:`~simulate.claims.judgement.Judgement`, :class:`~simulate.claims.judgement.TrendJudgement`)
@@ -18,16 +23,8 @@ Traceback (most recent call last):
 ...
 ValueError: levels.csv, column verdict: 'hold' is not a Verdict word: one of holds, holds as a bound, holds approximately, ...
 
-A text column read back (``shape``, ``crossing``, ``needs``, ``direction``) holds NaN where its
-writer left the cell empty; :func:`words` gives what a reader should see:
-
->>> words(float("nan")), words("stable"), words(None)
-('', 'stable', '')
-
-and :func:`value_text` a swept field's value as the reports name it:
-
->>> value_text(0.003), value_text(64), value_text("lns")
-('0.003', '64', 'lns')
+A text column read back (``shape``, ``crossing``, ``needs``, ``direction``, ...) holds '' where its writer left
+the cell empty, as the judge's own frame does (:data:`TEXT_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -38,13 +35,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from simulate.claims.judgement import Interval
+from simulate.study.rows import interval_words, size_words
 from theory.files import atomic_write
 from theory.verdicts import GrowthClass, Size, Stability, Verdict
 
-__all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyResults", "level_frame",
-           "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length", "words", "value_text",
-           "verdict_interval", "change_interval"]
+__all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TEXT_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyJudgement",
+           "level_frame", "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length"]
 
 LEVEL_COLUMNS = ("claim", "source", "statistic", "scheme", "n", "mean", "low", "high", "confidence", "method",
                  "verdict", "size", "reference", "detectable", "growth_class", "detail", "stability", "change",
@@ -58,19 +54,49 @@ TREND_COLUMNS = ("claim", "source", "statistic", "scheme", "axis", "group", "lin
                  "versions")  # the group's fields come after "axis"
 TABLE_FILES = ("levels.csv", "trends.csv", "calibration.csv")
 REPORT_FILES = ("points.parquet", *TABLE_FILES, "study.md")  # a study's reports (simulate.study.report)
+TEXT_COLUMNS = ("claim", "source", "statistic", "scheme", "method", "detail", "axis", "group", "line", "direction",
+                "shape", "crossing", "needs")  # '' where empty, in memory and read back
 _WORDS = {"verdict": Verdict, "size": Size, "growth_class": GrowthClass, "stability": Stability}
 
 
 @dataclass(frozen=True)
-class StudyResults:
-    """A study's report tables read back (:func:`read_study`)."""
+class StudyJudgement:
+    """What a study's judge says: one row per model (``points``), per claim and cell (``levels``), per claim, axis,
+    group and line (``trends``), the verdict rules simulated on the study's design (``calibration``) and a tuned
+    study's rates (``tuning``; None for an untuned one). Word columns hold the enums of :mod:`theory.verdicts`,
+    text columns '' where empty (:data:`TEXT_COLUMNS`); columns: docs/formats.md#simulate-study.
+
+    Made by :func:`simulate.study.analysis.judge_study` or read back by :func:`read_study`: the two are equal.
+    """
 
     name: str
     points: pd.DataFrame
     levels: pd.DataFrame
     trends: pd.DataFrame
     calibration: pd.DataFrame
-    tuning: pd.DataFrame | None = None  # a tuned study's tuning.csv
+    tuning: pd.DataFrame | None = None
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """``{file name: table}`` of every table the judgement writes (``tuning.csv`` only for a tuned study)."""
+        tables = dict(zip(("points.parquet", *TABLE_FILES), (self.points, self.levels, self.trends, self.calibration)))
+        return tables | ({"tuning.csv": self.tuning} if self.tuning is not None else {})
+
+    def summary(self) -> str:
+        """A few lines to read first: the models by status, then each trend at the full length with the interval
+        its verdict reads, its verdict and its answer against the papers' size, then each claim's level verdicts
+        counted (``study.md`` has the rest)."""
+        counts = self.points["status"].value_counts()
+        lines = [f"Study {self.name}: {len(self.points)} models ({counts.get('ok', 0)} ok, {counts.get('failed', 0)} "
+                 f"failed, {counts.get('pending', 0)} pending)"]
+        for _, row in at_full_length(self.trends).iterrows():
+            size = size_words(row)
+            lines.append(f"  {row['claim']} ({row['scheme']}) along {row['axis']} ({row['group']}), line {row['line']}: "
+                         f"slope {interval_words(row) or 'none'} -> {row['verdict']}" + (f"; {size}" if size else ""))
+        levels = at_full_length(self.levels)
+        for claim, rows in levels.groupby("claim", sort=False):
+            tally = rows["verdict"].map(lambda v: "no verdict" if v is None else str(v)).value_counts()
+            lines.append(f"  {claim}, {len(rows)} cells: " + ", ".join(f"{word} {n}" for word, n in tally.items()))
+        return "\n".join(lines)
 
 
 def _change(change, margin: float) -> dict:
@@ -122,41 +148,6 @@ def _words_out(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def words(value) -> str:
-    """A table's text cell as a reader should see it: '' where the value is missing (NaN or None)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return str(value)
-
-
-def value_text(value) -> str:
-    """A swept field's value as text: a float in its shortest form (``0.003``, not ``0.0030000000000000001``)."""
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def verdict_interval(row) -> Interval:
-    """The interval a row's verdict reads, as its table holds it: a trend in the family at the family's level
-    (``family_low``, ``family_high``, ``family_confidence``), any other trend its slope's, a level its own; every page
-    prints this one beside the verdict (docs/studies.md#verdicts).
-
-    >>> row = pd.Series({"slope": 0.5, "low": 0.1, "high": 0.9, "confidence": 0.95, "family_low": -0.2,
-    ...                  "family_high": 1.2, "family_confidence": 0.99, "in_family": True})
-    >>> verdict_interval(row).format(), verdict_interval(row).confidence
-    ('0.5 [-0.2, 1.2]', 0.99)
-    """
-    if "slope" not in row:
-        return Interval(row["mean"], row["low"], row["high"], row["confidence"])
-    if bool(row.get("in_family")) and pd.notna(row.get("family_confidence")):
-        return Interval(row["slope"], row["family_low"], row["family_high"], row["family_confidence"])
-    return Interval(row["slope"], row["low"], row["high"], row["confidence"])
-
-
-def change_interval(row) -> Interval:
-    """A row's change between the two training lengths with its interval (at the two one-sided tests' level)."""
-    return Interval(row["change"], row["change_low"], row["change_high"], row["change_confidence"],
-                    dof=row["change_dof"])
-
-
 def _parse_words(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     """The word columns parsed into their enums (None for an empty cell); ValueError naming the file, the
     column and the word for a word the enum does not know."""
@@ -172,22 +163,32 @@ def _parse_words(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     return out
 
 
-def write_tables(folder: Path, levels: pd.DataFrame, trends: pd.DataFrame, calibration: pd.DataFrame) -> None:
-    """``levels.csv``, ``trends.csv`` and ``calibration.csv`` of a study into ``folder``, each written whole."""
-    for name, frame in zip(TABLE_FILES, (levels, trends, calibration)):
-        atomic_write(Path(folder) / name, lambda temp, frame=frame: _words_out(frame).to_csv(temp, index=False))
+def write_tables(folder: Path, judgement: StudyJudgement) -> None:
+    """Every table of ``judgement`` into ``folder`` (:meth:`StudyJudgement.frames`), each written whole."""
+    for name, frame in judgement.frames().items():
+        if name.endswith(".parquet"):
+            atomic_write(Path(folder) / name, lambda temp, frame=frame: frame.to_parquet(temp, index=False))
+        else:
+            atomic_write(Path(folder) / name, lambda temp, frame=frame: _words_out(frame).to_csv(temp, index=False))
 
 
-def read_study(out, name: str) -> StudyResults:
-    """The report tables of study ``name`` in ``out``, words parsed (FileNotFoundError naming a missing file)."""
+def _read_table(path: Path) -> pd.DataFrame:
+    """A judgement table read back: words parsed into their enums, text columns '' where empty."""
+    frame = _parse_words(pd.read_csv(path, keep_default_na=False, na_values=[""]), path.name)
+    text = [c for c in TEXT_COLUMNS if c in frame]
+    return frame.astype({c: object for c in text}).fillna({c: "" for c in text})
+
+
+def read_study(out, name: str) -> StudyJudgement:
+    """The judgement of study ``name`` as its reports in ``out`` hold it (FileNotFoundError naming a missing
+    file; ValueError naming a word no enum knows)."""
     folder = Path(out) / name
     for file in REPORT_FILES:
         if not (folder / file).is_file():
             raise FileNotFoundError(f"{folder / file}: no such study report (run python -m simulate study)")
-    tables = [_parse_words(pd.read_csv(folder / file, keep_default_na=False, na_values=[""]), file)
-              for file in TABLE_FILES]
+    tables = [_read_table(folder / file) for file in TABLE_FILES]
     tuning = pd.read_csv(folder / "tuning.csv") if (folder / "tuning.csv").is_file() else None
-    return StudyResults(name, pd.read_parquet(folder / "points.parquet"), *tables, tuning)
+    return StudyJudgement(name, pd.read_parquet(folder / "points.parquet"), *tables, tuning)
 
 
 def read_verdicts(out, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -243,10 +243,11 @@ def test_a_point_that_sees_its_corpus_more_than_twice_is_warned_about(tmp_path):
 
 @pytest.mark.parametrize("edit, message", [
     ({'axes = ["depth"]': 'axes = ["widht"]'}, "'widht' is not a swept numeric field"),
-    ({'axes = ["depth"]': 'axes = ["depth"]\nclaims = ["p9-nope"]'}, "'p9-nope' is not a claim"),
+    ({'axes = ["depth"]': 'axes = ["depth"]\nclaims = ["p9-nope"]'},
+     "study.claims=['p9-nope'] is not allowed: a non-empty list of distinct values, each one of p1-"),
     ({"depth = [2, 4]": "depth = [2]"}, "'depth' has one value (2): a trend needs at least two"),
-    ({"seeds = 2": "seeds = 1"}, "seeds=1 is not allowed: at least 2 seeds"),
-    ({"seeds = 2": "seeds = [3]"}, "seeds=[3] is not allowed: at least 2 seeds"),
+    ({"seeds = 2": "seeds = 1"}, "seeds=1 is not allowed: an integer >= 2 or a list of at least 2 distinct values"),
+    ({"seeds = 2": "seeds = [3]"}, "seeds=[3] is not allowed: an integer >= 2 or a list of at least 2"),
     ({'scheme = ["pre", "lns"]': 'scheme = ["pre"]', 'axes = ["depth"]': 'axes = ["depth"]\nclaims = ["p1-lns-loss"]'},
      "'p1-lns-loss' needs scheme 'lns'"),
     ({'name = "tiny"': 'name = "tiny"\ntask = "train"'}, "unknown key 'task'"),
@@ -370,7 +371,8 @@ def test_a_results_readme_counts_what_is_pending(tiny_study, tmp_path):
     shutil.copytree(out / "points", tmp_path / "points")
     removed = study.sweep.points[0]
     (tmp_path / "points" / f"{removed.key}.parquet").unlink()
-    readme = results_readme([study], str(tmp_path), ["tiny.toml"], "mine", "the export command")
+    judgements = {"tiny": read_study(out, "tiny")}
+    readme = results_readme([study], judgements, str(tmp_path), ["tiny.toml"], "mine", "the export command")
     assert "**7 of the 8 models**" in readme and "the other 1 are pending" in readme
     cell = "/".join(str(removed.axes[a]) for a in study.axes)
     assert f"{cell} {removed.setting.scheme}: 1/2" in readme, readme
@@ -392,3 +394,21 @@ def test_a_spawned_worker_knows_the_study_task(tmp_path):
     records = [read_point(tmp_path / "out", point.key)[0] for point in study.sweep.points]
     assert (report.total, report.failed) == (8, 0), report
     assert [r["status"] for r in records] == ["ok"] * 8, [(r["status"], r["error"]) for r in records]
+
+
+def test_the_judgement_read_back_is_the_judgement_written(tiny_study):
+    """One object from judge to page: the judgement write_reports formats and writes is the one read_study gives
+    back, table for table (words as the same enum members, text '' where empty, numbers to the last bit: a CSV of
+    17 significant digits), and its summary and headline read the same from either."""
+    from simulate.study.headline import headline_section
+
+    study, out, _ = tiny_study
+    judged = write_reports(study, out).judgement
+    read = read_study(out, "tiny")
+    assert judged.frames().keys() == read.frames().keys() == {"points.parquet", "levels.csv", "trends.csv",
+                                                              "calibration.csv"}
+    for name, frame in judged.frames().items():
+        pd.testing.assert_frame_equal(read.frames()[name], frame, check_dtype=False, obj=name)
+    assert read.summary() == judged.summary()
+    assert read.summary().startswith("Study tiny: 8 models (8 ok, 0 failed, 0 pending)"), read.summary()
+    assert headline_section(read, study) == headline_section(judged, study)

@@ -17,8 +17,8 @@ from simulate.claims.definitions import CLAIMS
 from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDesign, TrendJudgement, normal_quantile,
                                        t_interval)
 from simulate.study.tables import REPORT_FILES
-from simulate.study.tables import (LEVEL_COLUMNS, TREND_COLUMNS, at_full_length, level_frame, read_study,
-                                   read_verdicts, trend_frame, write_tables)
+from simulate.study.tables import (LEVEL_COLUMNS, TREND_COLUMNS, StudyJudgement, at_full_length, level_frame,
+                                   read_study, read_verdicts, trend_frame, write_tables)
 from theory.verdicts import GrowthClass, Stability, Verdict
 
 LEVEL_FIELDS = ["depth", "steps"]
@@ -77,8 +77,8 @@ def _write(out, levels=None, trends=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     folder.mkdir(parents=True, exist_ok=True)
     levels = level_frame(_levels(), LEVEL_FIELDS) if levels is None else levels
     trends = trend_frame(_trends(), TREND_FIELDS) if trends is None else trends
-    write_tables(folder, levels, trends, _calibration())
-    pd.DataFrame({"key": ["a1b2"], "status": ["ok"], "depth": [4]}).to_parquet(folder / "points.parquet")
+    points = pd.DataFrame({"key": ["a1b2"], "status": ["ok"], "depth": [4]})
+    write_tables(folder, StudyJudgement(NAME, points, levels, trends, _calibration()))
     (folder / "study.md").write_text("# tiny\n")
     assert sorted(p.name for p in folder.iterdir()) == sorted(REPORT_FILES)
     return levels, trends
