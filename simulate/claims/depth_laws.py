@@ -66,7 +66,7 @@ from simulate.claims.judgement import Interval
 from simulate.claims.trends import cell_means_slope, cells_of, lack_of_fit_p, within_var
 from simulate.engine import CONFIDENCE
 
-__all__ = ["DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law", "law_regressor"]
+__all__ = ["DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law", "law_regressor", "new_cell_interval"]
 
 DEPTH_LAWS = {"power": "y = a + b log L", "exponential in L": "y = a + b L"}
 MIN_LAW_DEPTHS = 3  # cells a law across depth needs: two parameters and at least one residual degree of freedom
@@ -132,11 +132,25 @@ class DepthLaw:
         centre = self.value(depth)
         if self.cells < MIN_LAW_DEPTHS or not math.isfinite(self.residual_var):
             return Interval(centre, confidence=self.confidence)
-        correction = max(0.0, 1.0 / models - float(np.mean(1.0 / self.counts)))
-        seeds = self.within_var * correction if math.isfinite(self.within_var) else 0.0
-        variance = self.residual_var * (self._leverage(depth) + 1.0) + seeds
-        half = float(stats.t.ppf(0.5 + self.confidence / 2, self.cells - 2)) * math.sqrt(variance)
-        return Interval(centre, centre - half, centre + half, self.confidence, _PREDICTION_METHOD, math.sqrt(variance))
+        return new_cell_interval(centre, self.residual_var, self._leverage(depth), self.within_var, self.counts,
+                                 models, self.cells - 2, self.confidence, _PREDICTION_METHOD)
+
+
+def new_cell_interval(centre: float, residual_var: float, leverage: float, within_var: float, counts: np.ndarray,
+                      models: int, dof: int, confidence: float, method: str) -> Interval:
+    """The prediction interval of the mean of ``models`` new models of one new cell where a law fitted to cell
+    means (``counts`` (k,) models each, ``residual_var`` about the law on ``dof`` degrees of freedom, pooled
+    ``within_var``) has the value ``centre`` and the leverage ``leverage``: variance
+    ``s^2 (h_0 + 1) + w^2 max(0, 1/m - mean(1/n_i))``, Student's t on ``dof`` (module docstring).
+
+    >>> new_cell_interval(1.0, 0.25, 0.0, 0.0, np.array([3, 3]), 3, 10**9, 0.95, "").format()
+    '1 [0.02, 1.98]'
+    """
+    correction = max(0.0, 1.0 / models - float(np.mean(1.0 / counts)))
+    seeds = within_var * correction if math.isfinite(within_var) else 0.0
+    variance = residual_var * (leverage + 1.0) + seeds
+    half = float(stats.t.ppf(0.5 + confidence / 2, dof)) * math.sqrt(variance)
+    return Interval(centre, centre - half, centre + half, confidence, method, math.sqrt(variance))
 
 
 def fit_depth_law(depths, values, law: str, confidence: float = CONFIDENCE) -> DepthLaw | None:

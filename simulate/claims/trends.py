@@ -175,18 +175,18 @@ def within_var(cells: Cells) -> float:
     return float(sum(((v - v.mean()) ** 2).sum() for v in cells.values)) / dof if dof > 0 else math.nan
 
 
-def lack_of_fit_p(cells: Cells, fitted: np.ndarray) -> float:
-    """p of the pure-error F test of a law whose value at each cell is ``fitted`` ``(k,)``: the cell means'
-    weighted distance from it against the models' spread about their cell means (NaN without a replicate or
-    with fewer than three cells)."""
+def lack_of_fit_p(cells: Cells, fitted: np.ndarray, parameters: int = 2) -> float:
+    """p of the pure-error F test of a law of ``parameters`` coefficients whose value at each cell is ``fitted``
+    ``(k,)``: the cell means' weighted distance from it against the models' spread about their cell means (NaN
+    without a replicate or with no cell beyond the coefficients)."""
     k, n = cells.x.size, int(cells.n.sum())
-    if k < 3 or n <= k:
+    if k <= parameters or n <= k:
         return math.nan
-    lack = float(cells.n @ (cells.mean - fitted) ** 2) / (k - 2)  # sum over the models of (cell mean - law)^2
+    lack = float(cells.n @ (cells.mean - fitted) ** 2) / (k - parameters)  # sum over the models of (mean - law)^2
     pure = within_var(cells)
     if pure == 0:  # every seed of every cell agrees: any distance from the law is beyond pure error
         return 0.0 if lack > 1e-12 * max(1.0, float(cells.n @ cells.mean**2)) else 1.0
-    return float(stats.f.sf(lack / pure, k - 2, n - k))
+    return float(stats.f.sf(lack / pure, k - parameters, n - k))
 
 
 def _lack_of_fit(cells: Cells) -> float:

@@ -47,7 +47,7 @@ from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
 from simulate.study.analysis import load_models
 from simulate.study.tuning import fixed_rates
 
-__all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "PredictionError", "subjects", "line_rates",
+__all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "PredictionError", "subjects", "line_rates", "line_models",
            "subject_samples", "prediction_table"]
 
 SUBJECTS = (("var_last", 1, ("power", "exponential in L")), ("var_growth", 1, ("power", "exponential in L")),
@@ -96,7 +96,7 @@ def line_rates(study, models) -> dict[str, dict[str, float]]:
     return {"fixed": fixed_rates(study, models), "tuned": {}}
 
 
-def _line_models(models, chosen: set, line: str, rates: dict[str, float]) -> list:
+def line_models(models, chosen: set, line: str, rates: dict[str, float]) -> list:
     """The finished models of ``line`` among ``models`` (every model of a tuned study's grid): those at their
     cells' chosen rates (keys ``chosen``; tuned, trained), or at each scheme's fixed rate whatever its cell chose."""
     if line == "fixed":
@@ -105,20 +105,21 @@ def _line_models(models, chosen: set, line: str, rates: dict[str, float]) -> lis
 
 
 def subject_samples(subject: Subject, models) -> pd.DataFrame:
-    """One row per model (or per seed's pair of models): ``depth, steps, seed, value, points`` of ``subject``."""
-    values = {(m.scheme, m.value("depth"), m.value("steps"), m.seed): (m.stats.value(subject.statistic), m.point.key)
-              for m in models if m.scheme in subject.schemes}
+    """One row per model (or per seed's pair of models, paired within a width): ``depth, width, steps, seed, value,
+    points`` of ``subject``."""
+    values = {(m.scheme, m.value("depth"), m.point.setting.width, m.value("steps"), m.seed):
+              (m.stats.value(subject.statistic), m.point.key) for m in models if m.scheme in subject.schemes}
     rows = []
-    for (scheme, depth, steps, seed), (value, key) in values.items():
+    for (scheme, depth, width, steps, seed), (value, key) in values.items():
         if scheme != subject.schemes[0]:
             continue
         if len(subject.schemes) == 2:
-            other = values.get((subject.schemes[1], depth, steps, seed))
+            other = values.get((subject.schemes[1], depth, width, steps, seed))
             if other is None:
                 continue
             value, key = value - other[0], f"{key}-{other[1]}"
-        rows.append({"depth": depth, "steps": steps, "seed": seed, "value": value, "points": key})
-    return pd.DataFrame(rows, columns=["depth", "steps", "seed", "value", "points"])
+        rows.append({"depth": depth, "width": width, "steps": steps, "seed": seed, "value": value, "points": key})
+    return pd.DataFrame(rows, columns=["depth", "width", "steps", "seed", "value", "points"])
 
 
 def _check_targets(targets, fitted_depths) -> None:
@@ -149,7 +150,7 @@ def prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, fitted = [], []
     trained_depths = set()
     for line, rates in line_rates(study, [m for m in every if m.point.key in chosen]).items():
-        models = _line_models(every, chosen, line, rates)
+        models = line_models(every, chosen, line, rates)
         for subject in subjects(study.schemes()):
             samples = subject_samples(subject, models)
             trained_depths |= set(samples["depth"])

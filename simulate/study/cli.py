@@ -43,11 +43,13 @@ def build_parser() -> CliParser:
     parser.add_argument("--export", default=None, metavar="DEST",
                         help="also copy DIR without its weights to DEST (points in float32, zstd) and write the "
                              "reports there: a results folder to commit")
-    parser.add_argument("--predict", type=int, nargs="+", default=None, metavar="DEPTH",
+    parser.add_argument("--predict", nargs="+", default=None, metavar="DEPTH|width=D",
                         help="train nothing: fit the laws across depth of the depth study on the models in DIR and "
                              "write their predictions at these depths (outside the trained ones) to "
-                             "DIR/prediction-L<first DEPTH>.csv and .md, a file to commit before the models that test "
-                             "it train (simulate.study.preregistration)")
+                             "DIR/prediction-L<first DEPTH>.csv and .md; with width=D (D outside the trained widths), "
+                             "the laws across depth and width of the study along width, to DIR/prediction-d<D>.csv "
+                             "and .md: a file to commit before the models that test it train "
+                             "(simulate.study.preregistration)")
     parser.add_argument("--compare", default=None, metavar="OLD",
                         help="with --export: also write DEST/changes-from-NAME (NAME: the last part of OLD, with "
                              ".md), every verdict that changed from the same studies' reports in the folder OLD "
@@ -130,30 +132,52 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _predict_targets(values: list[str]) -> tuple[str, list[int]]:
+    """``(axis, targets)`` of ``--predict``'s values: depths (``64``, ``depth=64``) or widths (``width=128``), one
+    axis, each a whole number >= 1 (one line and exit 2 otherwise)."""
+    parsed = []
+    for value in values:
+        axis, _, number = value.rpartition("=")
+        axis = axis or "depth"
+        if axis not in ("depth", "width") or not number.isdigit() or int(number) < 1:
+            fail(PROG, f"--predict {value} is not allowed: a depth (64 or depth=64) or a width (width=128), a whole "
+                       "number >= 1")
+        parsed.append((axis, int(number)))
+    axes = {axis for axis, _ in parsed}
+    if len(axes) > 1:
+        fail(PROG, f"--predict {' '.join(values)} is not allowed: depths or widths, not both in one file")
+    return axes.pop(), [number for _, number in parsed]
+
+
 def _predict(studies, args, argv) -> int:
-    """``--predict``: the prediction file of the depth study among ``studies`` (one line and exit 2 without one,
-    for a depth inside the trained ones or with fewer than three trained depths; nothing written)."""
+    """``--predict``: the prediction file of the depth study among ``studies``, or with ``width=D`` of the study
+    along width (one line and exit 2 without one, for a target inside the trained ones or with too few trained
+    depths or widths; nothing written)."""
     from simulate.study.across_depth import PredictionError
     from simulate.study.preregistration import write_prediction
     from simulate.study.tuning import resolve_studies
 
     if args.export is not None or args.report_only:
         fail(PROG, "--predict is allowed without --export and --report-only: it writes the prediction file alone")
-    study = next((s for s in studies if "depth" in s.axes), None)
-    if study is None:
-        fail(PROG, "--predict needs a study along depth ([study] axes = [\"depth\", ...])")
+    axis, targets = _predict_targets(args.predict)
+    if axis == "depth":
+        study = next((s for s in studies if "depth" in s.axes), None)
+        if study is None:
+            fail(PROG, "--predict needs a study along depth ([study] axes = [\"depth\", ...])")
+    else:
+        study = next((s for s in studies if {"width", "depth"} <= set(s.axes)), None)
+        if study is None:
+            fail(PROG, "--predict width=... needs a study along width and depth ([study] axes = [\"width\", "
+                       "\"depth\"])")
     out = Path(args.out)
     if not out.is_dir():
         fail(PROG, f"--out {out} is not allowed with --predict: no such study directory (its points are fitted)")
-    bad = [depth for depth in args.predict if depth < 1]
-    if bad:
-        fail(PROG, f"--predict {bad[0]} is not allowed: a depth is a whole number of blocks >= 1")
     try:
-        path = write_prediction(resolve_studies([study], out)[0], out, args.predict, " ".join([PROG, *argv]))
+        path = write_prediction(resolve_studies([study], out)[0], out, targets, " ".join([PROG, *argv]), axis)
     except PredictionError as error:
         fail(PROG, str(error))
-    print(f"predictions at depth {', '.join(map(str, args.predict))} -> {path}, {path.with_suffix('.md')} "
-          "(commit them alone, before any model of these depths trains)")
+    print(f"predictions at {axis} {', '.join(map(str, targets))} -> {path}, {path.with_suffix('.md')} "
+          f"(commit them alone, before any model of this {axis} trains)")
     return 0
 
 

@@ -48,43 +48,66 @@ def _stability(row) -> str:
     return stability_words(row) or "not compared"
 
 
-def _rates(tuning: pd.DataFrame | None) -> dict[tuple[str, int], str]:
-    """``(scheme, depth) -> "0.003"`` (with " (at the edge)"); empty for an untuned study."""
+def _rates(tuning: pd.DataFrame | None, held: list[str]) -> dict[tuple, str]:
+    """``(scheme, depth, *held values) -> "0.003"`` (with " (at the edge)"); empty for an untuned study."""
     if tuning is None:
         return {}
     chosen = tuning[tuning["chosen"].astype(bool)]
-    return {(r.scheme, int(r.depth)): f"{r.lr:g}" + (" (at the edge)" if r.edge else "") for r in chosen.itertuples()}
+    return {(r["scheme"], int(r["depth"]), *_held_values(r, held).values()):
+            f"{r['lr']:g}" + (" (at the edge)" if r["edge"] else "") for _, r in chosen.iterrows()}
 
 
-def _rate_pair(rates: dict, depth: int) -> str:
-    """``0.01 / 0.003``: LNS's and Pre-LN's chosen rates at ``depth`` ("tuning" for a cell still choosing)."""
-    return f"{rates.get(('lns', depth), 'tuning')} / {rates.get(('pre', depth), 'tuning')}"
+def _rate_pair(rates: dict, row, held: list[str]) -> str:
+    """``0.01 / 0.003``: LNS's and Pre-LN's chosen rates in a level's cell ("tuning" for a cell still choosing)."""
+    cell = (int(row["depth"]), *_held_values(row, held).values())
+    return f"{rates.get(('lns', *cell), 'tuning')} / {rates.get(('pre', *cell), 'tuning')}"
 
 
-def _held_fields(study, table: pd.DataFrame) -> list[str]:
-    """The fields held along a depth trend that take more than one value in ``table`` (``lr`` of a learning
-    rate x depth study; not the stability twins' ``steps``, one value at the full length)."""
-    return [f for f in study.group_fields("depth") if f in table and table[f].nunique() > 1]
+def _held_fields(study, table: pd.DataFrame, axis: str = "depth") -> list[str]:
+    """The fields held along a trend over ``axis`` that take more than one value in ``table`` (``lr`` of a
+    learning rate x depth study, ``width`` and its ``heads`` of a width study along depth; not the stability
+    twins' ``steps``, one value at the full length)."""
+    return [f for f in study.group_fields(axis) if f in table and table[f].nunique() > 1]
 
 
 def _held_values(row, held: list[str]) -> dict[str, str]:
     return {field: value_text(row[field]) for field in held}
 
 
-def _trend_line(trends: pd.DataFrame, claim: str, answers: dict, held: list[str]) -> list[str]:
+def _at(row, held: list[str]) -> str:
+    """`` at width = 16, heads = 1``: the values a trend's row holds fixed ('' where none varies)."""
+    values = _held_values(row, held)
+    return " at " + ", ".join(f"{field} = {value}" for field, value in values.items()) if values else ""
+
+
+def _trend_axes(study) -> list[str]:
+    """The axes the headline reads trends along: depth, then width where the study runs along it."""
+    return [axis for axis in ("depth", "width") if axis in study.axes]
+
+
+def _trend_line(trends: pd.DataFrame, claim: str, answers: dict, held: dict[str, list[str]]) -> list[str]:
     lines = []
-    for _, t in trends[(trends["claim"] == claim) & (trends["axis"] == "depth")].iterrows():
-        answer = answers.get(t["verdict"], str(t["verdict"]))
-        at = "".join(f" at {field} = {value}" for field, value in _held_values(t, held).items())
-        p = f", adjusted p {t['p_adjusted']:.2g}" if pd.notna(t["p_adjusted"]) else ""
-        rates = f"; within runs of one rate ({int(t['rates'])} rates along depth)" if int(t["rates"]) > 1 else ""
-        size = size_words(t)
-        size = f" Against P1's size: **{size}**." if size else ""
-        detectable = f"; detectable at 80 % power: {t['detectable']:.3g}" if pd.notna(t["detectable"]) else ""
-        needs = f"; to resolve it: {t['needs']}" if t["needs"] else ""
-        lines.append(f"- As depth grows, line `{t['line']}`{at}: **{answer}** (slope per e-fold of depth "
-                     f"{_interval(t)}{p}{rates}{detectable}{needs}; {t['n']} models; along the cells, {t['shape']}; "
-                     f"{_stability(t)})" + (f"; {t['crossing']}" if t["crossing"] else "") + f".{size}")
+    for axis, fields in held.items():
+        for _, t in trends[(trends["claim"] == claim) & (trends["axis"] == axis)].iterrows():
+            start = f"- As {axis} grows, line `{t['line']}`{_at(t, fields)}: "
+            if int(t["n"]) == 0:
+                lines.append(start + "no models yet.")
+                continue
+            answer = answers.get(t["verdict"], str(t["verdict"]))
+            interval = _interval(t)
+            if not interval:
+                lines.append(start + f"**{answer}** ({t['n']} models in {int(t['cells'])} cell(s): no slope yet).")
+                continue
+            p = f", adjusted p {t['p_adjusted']:.2g}" if pd.notna(t["p_adjusted"]) else ""
+            rates = f"; within runs of one rate ({int(t['rates'])} rates along {axis})" if int(t["rates"]) > 1 else ""
+            size = size_words(t)
+            size = f" Against P1's size: **{size}**." if size else ""
+            detectable = f"; detectable at 80 % power: {t['detectable']:.3g}" if pd.notna(t["detectable"]) else ""
+            needs = f"; to resolve it: {t['needs']}" if t["needs"] else ""
+            shape = f"; along the cells, {t['shape']}" if t["shape"] else ""
+            lines.append(start + f"**{answer}** (slope per e-fold of {axis} {interval}{p}{rates}{detectable}{needs}; "
+                         f"{t['n']} models{shape}; {_stability(t)})" + (f"; {t['crossing']}" if t["crossing"] else "")
+                         + f".{size}")
     return lines
 
 
@@ -93,30 +116,33 @@ def _level_question(question, levels, trends, rates, held) -> list[str]:
     rows = levels[(levels["claim"] == claim)]
     if rows.empty:
         return []
-    table = pd.DataFrame([{**_held_values(r, held), "depth": int(r["depth"]), "estimate [CI]": _interval(r),
+    cells = held["depth"]
+    table = pd.DataFrame([{**_held_values(r, cells), "depth": int(r["depth"]), "estimate [CI]": _interval(r),
                            "answer": question.answers.get(r["verdict"], str(r["verdict"])),
                            **({"against P1's size": size_words(r)} if CLAIMS[claim].reference else {}),
                            "detectable at 80 %": f"{r['detectable']:.3g}" if pd.notna(r["detectable"]) else "",
                            "stability": _stability(r), "models": int(r["n"]),
-                           **({"rate LNS / Pre-LN": _rate_pair(rates, int(r["depth"]))} if rates else {})}
+                           **({"rate LNS / Pre-LN": _rate_pair(rates, r, cells)} if rates else {})}
                           for _, r in rows.iterrows()])
     return [*_size_answer(trends, claim, held), markdown_table(table), "", *_trend_line(trends, claim, question.answers,
                                                                                         held)]
 
 
-def _size_answer(trends: pd.DataFrame, claim: str, held: list[str]) -> list[str]:
-    """The claim's answer against the papers' size along depth, one line per trend, before its table ('' for a claim
-    without a size): what a reader of the papers came for."""
+def _size_answer(trends: pd.DataFrame, claim: str, held: dict[str, list[str]]) -> list[str]:
+    """The claim's answer against the papers' size along each axis, one line per trend with models, before its
+    table (none for a claim without a size): what a reader of the papers came for."""
     reference = CLAIMS[claim].reference
-    rows = trends[(trends["claim"] == claim) & (trends["axis"] == "depth")]
-    if reference is None or rows.empty:
+    if reference is None:
         return []
-    lines = [f"**Against the papers' size** ({reference.source}):", ""]
-    for _, t in rows.iterrows():
-        at = "".join(f" at {field} = {value}" for field, value in _held_values(t, held).items())
-        lines.append(f"- line `{t['line']}`{at}: {size_words(t) or 'no size along depth'}; slope per e-fold of depth "
-                     f"{_interval(t)}.")
-    return [*lines, ""]
+    lines = []
+    for axis, fields in held.items():
+        for _, t in trends[(trends["claim"] == claim) & (trends["axis"] == axis)].iterrows():
+            if int(t["n"]) == 0 or not _interval(t):
+                continue
+            along = f"along {axis}, " if len(held) > 1 else ""
+            lines.append(f"- {along}line `{t['line']}`{_at(t, fields)}: "
+                         f"{size_words(t) or f'no size along {axis}'}; slope per e-fold of {axis} {_interval(t)}.")
+    return [f"**Against the papers' size** ({reference.source}):", "", *lines, ""] if lines else []
 
 
 def _growth_question(question, trends, held) -> list[str]:
@@ -127,7 +153,7 @@ def _growth_question(question, trends, held) -> list[str]:
                   if rule.max_exponent == float("inf") else
                   f"{rule.min_exponent:g} <= p < {rule.max_exponent:g} (both of P1's bounds)")
         for _, t in trends[(trends["claim"] == claim) & (trends["axis"] == "depth")].iterrows():
-            rows.append({"scheme": t["scheme"], "line": t["line"], **_held_values(t, held),
+            rows.append({"scheme": t["scheme"], "line": t["line"], **_held_values(t, held["depth"]),
                          "exponent p of var_L ~ L^p [CI]": _interval(t) + (
                              f" (within runs of one rate: {int(t['rates'])} rates)" if int(t["rates"]) > 1 else ""),
                          "answer": question.answers.get(t["verdict"], str(t["verdict"])), "bound tested": tested,
@@ -142,8 +168,8 @@ def headline_section(judgement, study) -> list[str]:
     if "depth" not in study.axes:
         return []
     levels, trends = at_full_length(judgement.levels), at_full_length(judgement.trends)
-    rates = _rates(judgement.tuning)
-    held = _held_fields(study, levels)
+    held = {axis: _held_fields(study, levels, axis) for axis in _trend_axes(study)}
+    rates = _rates(judgement.tuning, held["depth"])
     body = []
     for number, question in enumerate(QUESTIONS, start=1):
         lines = (_growth_question(question, trends, held) if len(question.claims) > 1

@@ -2,7 +2,9 @@
 
 ``python -m simulate study SPEC --out DIR --predict DEPTH [DEPTH ...]`` fits the laws across depth
 of a depth study on its finished cells (:mod:`simulate.study.across_depth`) and writes
-``DIR/prediction-LDEPTH.csv`` and ``.md`` (named by the first depth given): every prediction with
+``DIR/prediction-LDEPTH.csv`` and ``.md`` (named by the first depth given); ``--predict width=D ...`` fits the
+laws across depth and width of a width study (:mod:`simulate.study.across_width`) and writes
+``DIR/prediction-dD.csv`` and ``.md``. Either holds every prediction with
 its interval, and what made it (:data:`PROVENANCE_COLUMNS`: the commit and the code digest of the
 modules that fitted the laws, the digest of the values they were fitted on, when). Committed alone,
 before any model of the predicted depths starts, it is a pre-registration (docs/studies.md#pre-registered-predictions).
@@ -50,22 +52,29 @@ from simulate.claims.along_axes import unresolved_drops
 from simulate.claims.judgement import blind_test_verdict, level_label
 from simulate.runtime.versions import ROOT, closure_version
 from simulate.study.across_depth import Subject, prediction_table, subject_samples
+from simulate.study.across_width import width_prediction_table
 from simulate.study.analysis import load_models
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import BlindTest
 
-__all__ = ["PREFIX", "PROVENANCE_COLUMNS", "Commit", "Judged", "prediction_name", "write_prediction",
+__all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "Commit", "Judged", "prediction_name", "write_prediction",
            "first_commit", "model_start", "judge_prediction", "chance_failures", "judged_markdown", "write_judgements",
            "judged_summary"]
 
-PREFIX = "prediction-L"
+PREFIX = "prediction-L"  # a depth study's predictions at other depths (judged here)
+WIDTH_PREFIX = "prediction-d"  # a width study's predictions at another width
 PROVENANCE_COLUMNS = ("commit", "code", "data", "made_at")
 
 
-def prediction_name(targets) -> str:
-    """``prediction-L64`` for the depths ``(64, 2)``: the file is named by the first depth given."""
-    return f"{PREFIX}{int(targets[0])}"
+def prediction_name(targets, axis: str = "depth") -> str:
+    """``prediction-L64`` for the depths ``(64, 2)``, ``prediction-d128`` for the width 128: the file is named by
+    the first target given.
+
+    >>> prediction_name((64, 2)), prediction_name([128], "width")
+    ('prediction-L64', 'prediction-d128')
+    """
+    return f"{PREFIX if axis == 'depth' else WIDTH_PREFIX}{int(targets[0])}"
 
 
 def _git(folder: Path, *args: str) -> str | None:
@@ -85,29 +94,75 @@ def _head(folder: Path) -> str:
     return head.strip() + (" (with uncommitted changes to the code)" if dirty else "")
 
 
-def _data_digest(fitted: pd.DataFrame) -> str:
-    """sha256 (16 hex digits) of the fitted values as CSV, rows sorted (the values' repr: every bit)."""
-    columns = ["statistic", "scheme", "line", "steps", "depth", "seed", "points", "value"]
-    rows = fitted[columns].sort_values(columns[:6]).astype({"value": float})
+def _data_digest(fitted: pd.DataFrame, axis: str = "depth") -> str:
+    """sha256 (16 hex digits) of the fitted values as CSV, rows sorted (the values' repr: every bit); a width
+    prediction's rows also by width."""
+    columns = ["statistic", "scheme", "line", "steps", "depth", *(["width"] if axis == "width" else []), "seed",
+               "points", "value"]
+    rows = fitted[columns].sort_values(columns[:-2]).astype({"value": float})
     text = rows.to_csv(index=False, float_format="%r")
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def write_prediction(study, out, targets, command: str) -> Path:
+def write_prediction(study, out, targets, command: str, axis: str = "depth") -> Path:
     """Fit the laws of the resolved ``study`` on the models in ``out`` and write their predictions at ``targets``
-    to ``out/prediction-L<first>.csv`` and ``.md`` (module docstring); the CSV's path.
+    (depths, or widths for ``axis="width"``) to ``out/<prediction_name>.csv`` and ``.md`` (module docstring); the
+    CSV's path.
 
     Raises :class:`simulate.study.across_depth.PredictionError` (one line) before writing anything."""
     out = Path(out)
-    table, fitted = prediction_table(study, out, targets)
+    table, fitted = (prediction_table if axis == "depth" else width_prediction_table)(study, out, targets)
     made_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     provenance = dict(zip(PROVENANCE_COLUMNS, (_head(ROOT), closure_version("simulate.study.preregistration"),
-                                               _data_digest(fitted), made_at)))
+                                               _data_digest(fitted, axis), made_at)))
     table = table.assign(**provenance)
-    name = prediction_name(targets)
+    name = prediction_name(targets, axis)
     csv = atomic_write(out / f"{name}.csv", lambda tmp: table.to_csv(tmp, index=False))
-    write_text_atomic(out / f"{name}.md", _prediction_markdown(study, table, fitted, provenance, command))
+    markdown = (_prediction_markdown if axis == "depth" else _width_prediction_markdown)(study, table, fitted,
+                                                                                        provenance, command)
+    write_text_atomic(out / f"{name}.md", markdown)
     return csv
+
+
+def _provenance_lines(fitted: pd.DataFrame, provenance: dict, command: str) -> list[str]:
+    """A prediction file's command and what made it, as Markdown list items."""
+    return [f"- Command: `{command}`",
+            f"- Made at {provenance['made_at']} from commit {provenance['commit']}; code digest (the modules that "
+            f"fit the laws) {provenance['code']}; data digest (the {len(fitted)} fitted values of "
+            f"{len({key for keys in fitted['points'] for key in keys.split('-')})} models, by model, statistic, line "
+            f"and length) {provenance['data']}"]
+
+
+def _width_prediction_markdown(study, table: pd.DataFrame, fitted: pd.DataFrame, provenance: dict,
+                               command: str) -> str:
+    targets = ", ".join(f"d = {d}" for d in dict.fromkeys(table["width"]))
+    confidence = float(table["confidence"].iloc[0]) if len(table) else math.nan
+    informative = int((~table["no_change_inside"].astype(bool)).sum())
+    lines = [f"# Pre-registered prediction of study `{study.name}` at {targets}", "",
+             "Laws across depth and width fitted on the study's finished widths, written before any model of the "
+             "predicted width trained (docs/studies.md#the-atlas-across-width).", "",
+             *_provenance_lines(fitted, provenance, command),
+             f"- Intervals: {level_label(confidence)} prediction intervals for one new model (the tuning seed's) and "
+             "for the mean of the study's seeds in a new (depth, width) cell: the law's refit variance at that "
+             "cell's leverage, a new cell's own effect and the seeds' spread, Student's t on cells - coefficients "
+             "(simulate.claims.width_laws)",
+             "- Laws: `additive` (a + b log L + c log d), `interaction` (+ e log L log d) and `no width term` "
+             "(a + b log L: width does nothing), each fitted per line and training length",
+             f"- Informative: a row whose interval holds the mean measured at the widest trained width at its depth "
+             f"(`no change`) cannot tell a width effect from none; {informative} of {len(table)} rows exclude it", ""]
+    for (line, steps), part in table.groupby(["line", "steps"], sort=False):
+        lines += [f"## Line `{line}`, {steps} steps", ""]
+        shown = part.assign(
+            rate=[_rate_label(row) for row in part.itertuples()],
+            prediction=[f"{r.estimate:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in part.itertuples()],
+            width_term=[f"{r.width_term:.3g} [{r.width_term_low:.3g}, {r.width_term_high:.3g}]"
+                        if np.isfinite(r.width_term_low) else "" for r in part.itertuples()],
+            no_change=[f"{r.no_change:.3g}" + (" (inside)" if r.no_change_inside else "")
+                       for r in part.itertuples()])
+        lines += [markdown_table(shown[["statistic", "scheme", "law", "rate", "depth", "width", "judged_on",
+                                        "prediction", "no_change", "width_term", "fitted_models",
+                                        "lack_of_fit_p"]]), ""]
+    return "\n".join(lines)
 
 
 def _prediction_markdown(study, table: pd.DataFrame, fitted: pd.DataFrame, provenance: dict, command: str) -> str:
@@ -117,11 +172,7 @@ def _prediction_markdown(study, table: pd.DataFrame, fitted: pd.DataFrame, prove
              "Laws across depth fitted on the study's finished cells, written before any model of the predicted "
              "depths trained; the report that judges them reads this file as first committed and never refits "
              "(docs/studies.md#pre-registered-predictions).", "",
-             f"- Command: `{command}`",
-             f"- Made at {provenance['made_at']} from commit {provenance['commit']}; code digest (the modules that "
-             f"fit the laws) {provenance['code']}; data digest (the {len(fitted)} fitted values of "
-             f"{len({key for keys in fitted['points'] for key in keys.split('-')})} models, by model, statistic, line "
-             f"and length) {provenance['data']}",
+             *_provenance_lines(fitted, provenance, command),
              f"- Intervals: {level_label(confidence)} prediction intervals for one new model (the tuning seed's) and "
              "for the mean of the study's seeds at a new depth: the law's refit variance, a new cell's own effect "
              "and the seeds' spread, Student's t on cells - 2 degrees of freedom (simulate.claims.depth_laws)",

@@ -79,7 +79,7 @@ def test_predict_refuses_a_depth_inside_the_trained_ones_and_too_few_depths(tmp_
     spec, _, out = _study(tmp_path, "[4, 8, 16]")
     for argv, words in (([str(spec), "--out", str(out), "--predict", "8"], "--predict 8 is not allowed: it lies "
                                                                                "inside the trained depths 4..16"),
-                        ([str(spec), "--out", str(out), "--predict", "0"], "a depth is a whole number")):
+                        ([str(spec), "--out", str(out), "--predict", "0"], "a whole number >= 1")):
         with pytest.raises(SystemExit) as stop:
             study_main(argv)
         err = capsys.readouterr().err.strip().splitlines()

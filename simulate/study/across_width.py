@@ -1,0 +1,108 @@
+"""A width study read across depth and width: laws with a width term fitted on its ``(L, d)`` cells, and their
+predictions at a width no model was trained at (issue 50; docs/studies.md#the-atlas-across-width).
+
+The subjects and lines are the depth study's (:mod:`simulate.study.across_depth`: ``var_last``, ``var_growth``,
+``prune_log_ratio`` per scheme, ``val_loss`` of LNS minus Pre-LN paired by seed within a width; the ``fixed`` and
+``tuned`` lines of a tuned study, each training length apart). Each is fitted with every law of
+:data:`simulate.claims.width_laws.WIDTH_LAWS`: the additive law, the interaction a referee would ask for, and the
+law without a width term. Each row also says what "no change from the widest trained width" would give: the mean
+of every model of the widest trained cell at the row's depth on its line (``no_change``), and whether that value
+lies inside the row's interval (``no_change_inside``): a row whose interval holds it cannot tell a width effect
+from none, and its pass is marked uninformative when it is judged.
+
+``python -m simulate study ... --predict width=128`` writes the table (:mod:`simulate.study.preregistration`),
+to be committed before any model of that width starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+
+from simulate.claims.width_laws import WIDTH_LAWS, fit_width_law
+from simulate.study.across_depth import PredictionError, line_models, line_rates, subject_samples, subjects
+from simulate.study.analysis import load_models
+
+__all__ = ["WIDTH_PREDICTION_COLUMNS", "MIN_LAW_WIDTHS", "width_prediction_table"]
+
+WIDTH_PREDICTION_COLUMNS = ("statistic", "scheme", "law", "form", "line", "lr", "lr_second", "steps", "depth",
+                            "width", "models", "judged_on", "estimate", "low", "high", "confidence", "fitted_depths",
+                            "fitted_widths", "fitted_models", "width_term", "width_term_low", "width_term_high",
+                            "lack_of_fit_p", "residual_sd", "within_sd", "no_change", "no_change_inside")
+MIN_LAW_WIDTHS = 3  # widths a law with a width term is fitted on: two would leave the interaction nothing to test
+
+
+def _check_targets(targets, fitted_widths) -> None:
+    widths = sorted(fitted_widths)
+    if len(widths) < MIN_LAW_WIDTHS:
+        raise PredictionError(f"--predict width=... needs at least {MIN_LAW_WIDTHS} trained widths to fit a law on: "
+                              f"the study has {len(widths)} ({', '.join(map(str, widths)) or 'none'})")
+    for width in targets:
+        if widths[0] <= width <= widths[-1]:
+            raise PredictionError(f"--predict width={width} is not allowed: it lies inside the trained widths "
+                                  f"{widths[0]}..{widths[-1]}; predict a width below {widths[0]} or above "
+                                  f"{widths[-1]}")
+
+
+def width_prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(predictions, fitted)`` of a resolved study along width and depth: one row per subject, law, line, length,
+    target width, trained depth and number of new models (:data:`WIDTH_PREDICTION_COLUMNS`), and every model value
+    the laws were fitted on (finished models only).
+
+    Raises :class:`simulate.study.across_depth.PredictionError` for a study not along width and depth, a target
+    inside the trained widths, or fewer than :data:`MIN_LAW_WIDTHS` trained widths.
+    """
+    if not {"width", "depth"} <= set(study.axes):
+        raise PredictionError(f"--predict width=... needs a study along width and depth: {study.name!r} runs along "
+                              f"{', '.join(study.axes)}")
+    seeds = sorted({p.seed for p in study.sweep.points})
+    judged_seed = study.tune_seeds[0] if study.tuned else seeds[0]
+    every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
+    chosen = {p.key for p in study.sweep.points}
+    rows, fitted, trained_widths = [], [], set()
+    for line, rates in line_rates(study, [m for m in every if m.point.key in chosen]).items():
+        models = line_models(every, chosen, line, rates)
+        for subject in subjects(study.schemes()):
+            samples = subject_samples(subject, models)
+            trained_widths |= set(samples["width"])
+            for steps, part in samples.groupby("steps"):
+                fitted.append(part.assign(statistic=subject.statistic, scheme=subject.scheme, line=line))
+                for law in WIDTH_LAWS:
+                    rows += _law_rows(subject, law, line, rates, int(steps), part, targets,
+                                      study.inference.confidence, (1, len(seeds)), judged_seed)
+    _check_targets(targets, trained_widths)
+    return (pd.DataFrame(rows, columns=list(WIDTH_PREDICTION_COLUMNS)),
+            pd.concat(fitted, ignore_index=True) if fitted else pd.DataFrame())
+
+
+def _law_rows(subject, law, line, rates, steps, samples, targets, confidence, counts, judged_seed) -> list[dict]:
+    fit = fit_width_law(samples["depth"], samples["width"], samples["value"], law, confidence)
+    if fit is None or len(set(fit.widths)) < MIN_LAW_WIDTHS:
+        return []
+    widest = samples[samples["width"] == fit.widths.max()].groupby("depth")["value"].mean()  # (depths,)
+    rate = rates.get(subject.schemes[0], math.nan)  # the fixed line's rates (NaN on the others)
+    second = rates.get(subject.schemes[1], math.nan) if len(subject.schemes) == 2 else math.nan
+    rows = []
+    for width in targets:
+        for depth in sorted(set(fit.depths)):
+            no_change = float(widest.get(depth, math.nan))
+            for models in counts:
+                predicted = fit.predict(depth, width, models)
+                rows.append({"statistic": subject.statistic, "scheme": subject.scheme, "law": law,
+                             "form": WIDTH_LAWS[law], "line": line, "lr": rate, "lr_second": second, "steps": steps,
+                             "depth": int(depth), "width": int(width), "models": models,
+                             "judged_on": f"seed {judged_seed}" if models == 1 else f"mean of {models} seeds",
+                             "estimate": predicted.estimate, "low": predicted.low, "high": predicted.high,
+                             "confidence": confidence,
+                             "fitted_depths": " ".join(f"{d:g}" for d in sorted(set(fit.depths))),
+                             "fitted_widths": " ".join(f"{d:g}" for d in sorted(set(fit.widths))),
+                             "fitted_models": fit.models, "width_term": fit.width_term.estimate,
+                             "width_term_low": fit.width_term.low, "width_term_high": fit.width_term.high,
+                             "lack_of_fit_p": fit.lack_of_fit, "residual_sd": math.sqrt(fit.residual_var),
+                             "within_sd": math.sqrt(fit.within_var) if np.isfinite(fit.within_var) else math.nan,
+                             "no_change": no_change,
+                             "no_change_inside": bool(predicted.low <= no_change <= predicted.high)})
+    return rows
