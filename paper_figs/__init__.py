@@ -43,5 +43,6 @@ FIGURES = {
     "study_depth": studies.study_depth,
     "study_pruning": studies.study_pruning,
     "study_lns_gain": studies.study_lns_gain,
+    "study_width": studies.study_width,
     "study_phase": study_phase.study_phase,
 }

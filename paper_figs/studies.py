@@ -19,6 +19,10 @@ of two schemes paired by seed, as the study's ``levels.csv``).
                      against depth, width and training steps: the levels of the study's first
                      line (a tuned study's tuned line, without its tuning seeds); a point that
                      rests on one model is hollow and says so
+``study_width``      the width study: held-out loss, log var_L and the deep/shallow pruning ratio against
+                     width, a colour per depth, Pre-LN solid and LNS dashed, each model at its cell's
+                     tuned rate (the tuned line; the fixed-rate line not drawn: the shipped points hold
+                     the chosen rates' models only)
 ``study_phase``      the learning-rate x depth phase diagram of the trained growth class and exponent,
                      and the held-out loss against the rate at every depth
                      (:mod:`paper_figs.study_phase`)
@@ -39,7 +43,7 @@ from simulate.runtime.versions import ROOT
 from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results, atlas_studies
 
 __all__ = ["SCHEME_LABELS", "SCHEME_COLORS", "AXIS_LABELS", "LINTHRESH", "study_depth", "study_pruning",
-           "study_lns_gain", "depth_figure", "pruning_figure", "lns_gain_figure", "gain_labels", "axis_band",
+           "study_lns_gain", "study_width", "depth_figure", "pruning_figure", "lns_gain_figure", "width_figure", "gain_labels", "axis_band",
            "errorbars", "depth_legend", "log_axis", "symlog_limits", "depth_styles", "atlas_name", "study_caption"]
 
 SCHEME_LABELS = {"pre": "Pre-LN", "lns": "LNS"}
@@ -54,6 +58,11 @@ _DEPTH_PANELS = (("jac_dev_mean", "distance from the identity", f"block mean {ME
                  ("causal_mean", "causal score (P2)", "block mean causal score"),
                  ("permutation_mean", "permutation score (P2)", "block mean permutation score"),
                  ("usefulness_log", "usefulness (P2)", f"block mean {METRIC_LABELS['usefulness_log']}"))
+# The width figure's panels against width: (statistic, title, y label).
+_WIDTH_PANELS = (("val_loss", "held-out loss", "held-out loss (nats/byte)"),
+                 ("var_last", "last layer's variance (P1 Lemma 3.2)", r"$\log \sigma_L^2$"),
+                 ("prune_log_ratio", "deep / shallow pruning drop (P1 Thm 3.3)", "log(deep drop / shallow drop)"))
+_SCHEME_LINES = {"pre": "-", "lns": "--"}  # the width figure: a colour per depth, a dash per scheme
 _LINESTYLES = ("-", "--", ":", "-.")
 LINTHRESH = 1e-3  # nats/byte: the pruning axis is linear within this of 0 (a deletion that costs nothing), log beyond
 _MARGIN_DECADES = 0.15  # room above the largest drop on the pruning axis
@@ -332,6 +341,40 @@ def lns_gain_figure(results=ATLAS_DIR):
     return fig
 
 
+def width_figure(results=ATLAS_DIR):
+    """The width study at its full length: held-out loss, ``log var_L`` and the deep/shallow pruning log ratio
+    against width, a colour per depth and a dash per scheme; each point the mean over the seeds of its cell at the
+    cell's tuned rate with its 95 % t interval (hollow: one model)."""
+    planned = atlas_results("width", results).points
+    planned = planned[planned["steps"] == planned["steps"].max()]  # the full length's models, finished or not
+    points = planned[planned["status"] == "ok"]
+    depths = sorted(int(d) for d in points["depth"].unique())
+    styles = depth_styles(depths)
+    fig, axes = new_figure(ncols=len(_WIDTH_PANELS), width=2.9, height=2.6)
+    alone_drawn = False
+    for ax, (statistic, title, label) in zip(axes[0], _WIDTH_PANELS):
+        for depth in depths:
+            for scheme, dash in _SCHEME_LINES.items():
+                band = axis_band(points[points["depth"] == depth], statistic, "width", scheme)
+                alone_drawn |= bool(errorbars(ax, band, "width", color=styles[depth]["color"], linestyle=dash,
+                                              label=f"L={depth}" if scheme == "pre" else None).any())
+        log_axis(ax, points["width"], "width")
+        ax.set_title(title, fontsize=8)
+        ax.set_ylabel(label)
+    key = [(Line2D([], [], color="0.3", linestyle=dash), SCHEME_LABELS[scheme])
+           for scheme, dash in _SCHEME_LINES.items()]
+    key += [(Line2D([], [], color=styles[depth]["color"], marker="o", markersize=3), f"L={depth}") for depth in depths]
+    if alone_drawn:
+        key.append((Line2D([], [], color="0.3", marker="o", markersize=3, markerfacecolor="white", lw=0),
+                    "hollow: one model, no interval"))
+    figure_legend(fig, key, ncol=min(len(key), 6))
+    fig.suptitle(f"the width study: mean over the seeds at each cell's tuned rate, 95 % t interval; {len(points)} of "
+                 f"{len(planned)} full-length models finished\n"
+                 + study_caption(results, "width", full_length_only=True) + " (the fixed-rate line not drawn)",
+                 fontsize=8)
+    return fig
+
+
 def study_depth(out_dir, quick: bool = False, results=ATLAS_DIR):
     """P2 Fig. 2 at tiny scale: variance profiles per depth, ||J - I|| and the three scores against depth."""
     return save_figure(depth_figure(results), out_dir, "study_depth")
@@ -345,3 +388,8 @@ def study_pruning(out_dir, quick: bool = False, results=ATLAS_DIR):
 def study_lns_gain(out_dir, quick: bool = False, results=ATLAS_DIR):
     """LNS against Pre-LN (loss difference, log ratios of deep angular distance and pruning drop) along the axes."""
     return save_figure(lns_gain_figure(results), out_dir, "study_lns_gain")
+
+
+def study_width(out_dir, quick: bool = False, results=ATLAS_DIR):
+    """The width study: loss, log var_L and the pruning ratio against width, per depth and scheme."""
+    return save_figure(width_figure(results), out_dir, "study_width")

@@ -81,14 +81,15 @@ class StudyJudgement:
         tables = dict(zip(("points.parquet", *TABLE_FILES), (self.points, self.levels, self.trends, self.calibration)))
         return tables | ({"tuning.csv": self.tuning} if self.tuning is not None else {})
 
-    def summary(self) -> str:
-        """A few lines to read first: the models by status, then each trend at the full length with the interval
-        its verdict reads, its verdict and its answer against the papers' size, then each claim's level verdicts
-        counted (``study.md`` has the rest)."""
+    def summary(self, axis: str | None = None) -> str:
+        """A few lines to read first: the models by status, then each trend at the full length (along ``axis``
+        only, if given) with the interval its verdict reads, its verdict and its answer against the papers' size,
+        then each claim's level verdicts counted (``study.md`` has the rest)."""
         counts = self.points["status"].value_counts()
         lines = [f"Study {self.name}: {len(self.points)} models ({counts.get('ok', 0)} ok, {counts.get('failed', 0)} "
                  f"failed, {counts.get('pending', 0)} pending)"]
-        for _, row in at_full_length(self.trends).iterrows():
+        trends = at_full_length(self.trends)
+        for _, row in trends[trends["axis"] == axis].iterrows() if axis else trends.iterrows():
             size = size_words(row)
             lines.append(f"  {row['claim']} ({row['scheme']}) along {row['axis']} ({row['group']}), line {row['line']}: "
                          f"slope {interval_words(row) or 'none'} -> {row['verdict']}" + (f"; {size}" if size else ""))

@@ -140,7 +140,7 @@ def test_the_depth_legend_names_every_depth_either_scheme_drew(built, name):
 
 
 @pytest.mark.parametrize("name, only_full", [("study_depth", True), ("study_pruning", True),
-                                             ("study_lns_gain", False)])
+                                             ("study_lns_gain", False), ("study_width", True)])
 def test_the_caption_names_the_training_lengths_each_figure_draws(built, name, only_full):
     """The atlas trains every model at 4000 steps and a 2000-step twin: a figure that draws the full length only
     says the twins are not drawn; one that draws both lengths (``study_lns_gain``) names both as such."""
@@ -152,6 +152,27 @@ def test_the_caption_names_the_training_lengths_each_figure_draws(built, name, o
     assert f"{steps[-1]} steps" in caption, caption
     twins = f"the {steps[0]}-step twins not drawn"
     assert (twins in caption) == only_full and (f"and {steps[0]}: stability" in caption) != only_full, caption
+
+
+def test_the_width_figure_draws_every_finished_cell_at_its_width_and_counts_its_models(built):
+    """Issue 50: loss, log var_L and the pruning ratio against width, a line per depth and scheme; every point is a
+    finished cell of the shipped width study at the full length, its mean over that cell's models."""
+    from simulate.study.atlas import ATLAS_DIR
+
+    _, fig = built("study_width")
+    points = pd.read_parquet(ATLAS_DIR / "width" / "points.parquet")
+    full = points[points["steps"] == points["steps"].max()]
+    ok = full[full["status"] == "ok"]
+    assert f"{len(ok)} of {len(full)} full-length models finished" in fig.get_suptitle(), fig.get_suptitle()
+    panels = fig.axes[:3]
+    for ax, statistic in zip(panels, ("val_loss", "var_last", "prune_log_ratio")):
+        assert ax.get_title() and ax.get_xlabel() == "width d", ax.get_title()
+        assert [float(t) for t in ax.get_xticks()] == sorted(float(w) for w in full["width"].unique())
+        lines = [line for line in ax.get_lines() if line.get_linestyle() in ("-", "--") and len(line.get_xdata())]
+        drawn = {(float(x), round(float(y), 9)) for line in lines for x, y in zip(line.get_xdata(), line.get_ydata())}
+        means = ok.groupby(["scheme", "depth", "width"])[statistic].mean()  # (cells,)
+        expected = {(float(w), round(float(v), 9)) for (_, _, w), v in means.items() if np.isfinite(v)}
+        assert expected <= drawn, (statistic, sorted(expected - drawn))
 
 
 def _heatmaps(fig) -> list:

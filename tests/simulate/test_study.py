@@ -411,4 +411,7 @@ def test_the_judgement_read_back_is_the_judgement_written(tiny_study):
         pd.testing.assert_frame_equal(read.frames()[name], frame, check_dtype=False, obj=name)
     assert read.summary() == judged.summary()
     assert read.summary().startswith("Study tiny: 8 models (8 ok, 0 failed, 0 pending)"), read.summary()
+    along = [line for line in read.summary(axis="depth").splitlines()[1:] if " along " in line]
+    assert along and all(" along depth " in line for line in along), read.summary(axis="depth")
+    assert not [line for line in read.summary(axis="width").splitlines() if " along " in line]
     assert headline_section(read, study) == headline_section(judged, study)
