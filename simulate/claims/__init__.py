@@ -12,6 +12,7 @@ A newcomer finds every trained verdict here:
   their words are the enums of :mod:`theory.verdicts`;
 - :mod:`~simulate.claims.growth`: growth classes of variance profiles (a profile over its blocks);
 - :mod:`~simulate.claims.depth_laws`: laws of a whole-model statistic across depth;
+- :mod:`~simulate.claims.width_laws`: laws across depth and width (a width study's prediction at a new width);
 - :mod:`~simulate.claims.trends`: slopes along an axis, what a design can detect, zero crossings;
 - :mod:`~simulate.claims.calibration`: a report's verdict rules simulated on its own design;
 - :mod:`~simulate.claims.across_runs`: the judge of ``verify --trained`` (groups of runs);
@@ -31,7 +32,7 @@ from simulate.runtime.lazy import lazy_exports
 if TYPE_CHECKING:  # never run; it shows the package's modules to type checkers and to the source walker of
     # simulate.runtime.versions.import_closure (code versions, the import-graph test)
     from simulate.claims import (across_runs, along_axes, calibration, definitions, depth_laws,  # noqa: F401
-                                 growth, judgement, statistics, trends)
+                                 growth, judgement, statistics, trends, width_laws)
 
 _NAMES = {
     "simulate.claims.judgement": ("POWER", "Interval", "NO_INTERVAL", "Difference", "t_interval", "welch_interval",
@@ -48,10 +49,12 @@ _NAMES = {
                                    "drop_resolved"),
     "simulate.claims.growth": ("EXPONENT_TOLERANCE", "FLAT_GROWTH", "GrowthSummary", "growth_summary",
                                "describe_growth", "growth_verdict", "judge_growth"),
-    "simulate.claims.depth_laws": ("DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law", "law_regressor"),
+    "simulate.claims.depth_laws": ("DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law", "law_regressor",
+                                   "new_cell_interval"),
+    "simulate.claims.width_laws": ("WIDTH_LAWS", "WidthLaw", "width_law_design", "fit_width_law"),
     "simulate.claims.trends": ("Cells", "cells_of", "Trend", "cell_means_slope", "within_var", "lack_of_fit_p",
-                               "fit_trend", "direction_verdict", "describe_shape", "Crossing", "cell_crossing",
-                               "describe_crossing"),
+                               "fit_trend", "direction_verdict", "describe_shape", "SignChange", "Crossing",
+                               "cell_crossing", "describe_crossing"),
     "simulate.claims.calibration": ("SCENARIOS", "CALIBRATION_COLUMNS", "calibrate"),
     "simulate.claims.across_runs": ("VERIFY_OPTIONS", "VERIFY_GROUPS", "JudgedRun", "RunJudgement", "judged_run",
                                     "judge_runs"),

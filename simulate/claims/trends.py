@@ -42,6 +42,7 @@ that is not significant gets no point estimate, only the cells it lies between.
 from __future__ import annotations
 
 import math
+from enum import Enum
 from typing import NamedTuple
 
 import numpy as np
@@ -52,7 +53,7 @@ from simulate.engine import CONFIDENCE
 from theory.verdicts import Verdict
 
 __all__ = ["Cells", "cells_of", "Trend", "cell_means_slope", "within_var", "lack_of_fit_p", "fit_trend",
-           "direction_verdict", "describe_shape", "Crossing", "cell_crossing", "describe_crossing"]
+           "direction_verdict", "describe_shape", "SignChange", "Crossing", "cell_crossing", "describe_crossing"]
 
 
 class Cells(NamedTuple):
@@ -288,16 +289,28 @@ def direction_verdict(trend: Trend, direction: int | None, p_adjusted: float | N
     return unless_unresolvable(Verdict.INCONCLUSIVE, detectable, reference)
 
 
-class Crossing(NamedTuple):
-    """Where the cell means change sign along the axis: ``estimate`` (axis units; NaN for none and for a sign
-    change that is not significant), ``low`` and ``high`` (the interval of axis values where the interpolated
-    mean is not significantly different from 0; for a change that is not significant, the two cells it lies
-    between), ``note``."""
+class SignChange(Enum):
+    """What the cell means do about 0 along the axis (:func:`cell_crossing`); :func:`describe_crossing` words it."""
 
-    estimate: float
-    low: float
-    high: float
-    note: str
+    NO_TREND = "no trend"  # fewer than two cells
+    NONE_IN_RANGE = "none in range"  # one sign over every cell
+    UNTESTED = "sign change, untested (one model per cell)"  # no standard error where the sign changes
+    NOT_SIGNIFICANT = "sign change not significant"  # the interpolant is not different from 0 at an end
+    CROSSING = "crossing in range"  # a significant crossing, with its interval
+
+
+class Crossing(NamedTuple):
+    """Where the cell means change sign along the axis: ``state``; ``estimate`` (axis units; NaN unless
+    ``state`` is :attr:`SignChange.CROSSING`), ``low`` and ``high`` (a crossing's interval of axis values where the
+    interpolated mean is not significantly different from 0; for an untested or not significant change, the two
+    cells it lies between; for none in range, the first and last cells); ``changes``, how many times the cell
+    means change sign."""
+
+    state: SignChange
+    estimate: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    changes: int = 0
 
 
 _GRID = 2001  # points in log x over the axis range where the interpolant is tested against 0
@@ -307,15 +320,13 @@ def cell_crossing(x, y, confidence: float = CONFIDENCE) -> Crossing:
     """The crossing of ``y``'s cell means along ``x`` (module docstring)."""
     cells = cells_of(x, y)
     if cells.x.size < 2:
-        return Crossing(math.nan, math.nan, math.nan, "no trend")
+        return Crossing(SignChange.NO_TREND)
     log_x, mean, sem2 = np.log(cells.x), cells.mean, cells.sem2  # (k,) each
     signs = np.sign(mean)
     change = np.flatnonzero(signs[:-1] * signs[1:] <= 0)  # segments whose ends differ in sign (or touch 0)
     if change.size == 0:
-        return Crossing(math.nan, math.nan, math.nan, f"none in range (the cell means keep one sign from "
-                                                      f"{cells.x[0]:.3g} to {cells.x[-1]:.3g})")
+        return Crossing(SignChange.NONE_IN_RANGE, math.nan, float(cells.x[0]), float(cells.x[-1]))
     i = int(change[0])
-    more = f"; the cell means change sign {change.size} times" if change.size > 1 else ""
     w = mean[i] / (mean[i] - mean[i + 1]) if mean[i] != mean[i + 1] else 0.0
     estimate = math.exp(log_x[i] + w * (log_x[i + 1] - log_x[i]))
     theta = np.linspace(log_x[0], log_x[-1], _GRID)  # (G,)
@@ -332,25 +343,29 @@ def cell_crossing(x, y, confidence: float = CONFIDENCE) -> Crossing:
     between = (float(cells.x[i]), float(cells.x[i + 1]))
     accepted |= (centre == 0) & np.isfinite(variance)  # a cell mean of exactly 0, where its error is known
     if not accepted.any():  # no standard error where the sign changes (one model per cell there): untested
-        return Crossing(math.nan, *between, "sign change, untested (one model per cell)" + more)
+        return Crossing(SignChange.UNTESTED, math.nan, *between, change.size)
     if accepted[0] or accepted[-1]:
-        return Crossing(math.nan, *between, "sign change not significant" + more)
-    return Crossing(estimate, math.exp(theta[accepted].min()), math.exp(theta[accepted].max()),
-                    "crossing in range" + more)
+        return Crossing(SignChange.NOT_SIGNIFICANT, math.nan, *between, change.size)
+    return Crossing(SignChange.CROSSING, estimate, math.exp(theta[accepted].min()), math.exp(theta[accepted].max()),
+                    change.size)
 
 
 def describe_crossing(crossing: Crossing, axis: str) -> str:
     """One line: where the claim's statistic changes sign along ``axis``, or that it does not in range.
 
-    >>> describe_crossing(Crossing(11.3, 8.1, 17.2, "crossing in range"), "depth")
+    >>> describe_crossing(Crossing(SignChange.CROSSING, 11.3, 8.1, 17.2, 1), "depth")
     'crossing at depth = 11.3 [8.1, 17.2]'
-    >>> describe_crossing(Crossing(math.nan, 4.0, 8.0, "sign change not significant"), "depth")
-    'sign change not significant (the cell means change sign between depth = 4 and 8)'
+    >>> describe_crossing(Crossing(SignChange.NOT_SIGNIFICANT, math.nan, 4.0, 8.0, 3), "depth")
+    'sign change not significant (the cell means change sign between depth = 4 and 8); the cell means change sign 3 times'
+    >>> describe_crossing(Crossing(SignChange.NONE_IN_RANGE, math.nan, 2.0, 64.0), "depth")
+    'none in range (the cell means keep one sign from 2 to 64)'
     """
-    head, _, rest = crossing.note.partition(";")
-    rest = f";{rest}" if rest else ""
-    if math.isfinite(crossing.estimate):
-        return f"crossing at {axis} = {crossing.estimate:.3g} [{crossing.low:.3g}, {crossing.high:.3g}]{rest}"
-    if math.isfinite(crossing.low):
-        return f"{head} (the cell means change sign between {axis} = {crossing.low:g} and {crossing.high:g}){rest}"
-    return crossing.note
+    more = f"; the cell means change sign {crossing.changes} times" if crossing.changes > 1 else ""
+    if crossing.state is SignChange.CROSSING:
+        return f"crossing at {axis} = {crossing.estimate:.3g} [{crossing.low:.3g}, {crossing.high:.3g}]{more}"
+    if crossing.state is SignChange.NONE_IN_RANGE:
+        return f"none in range (the cell means keep one sign from {crossing.low:.3g} to {crossing.high:.3g})"
+    if crossing.state is SignChange.NO_TREND:
+        return crossing.state.value
+    return (f"{crossing.state.value} (the cell means change sign between {axis} = {crossing.low:g} and "
+            f"{crossing.high:g}){more}")

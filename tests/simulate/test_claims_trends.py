@@ -28,8 +28,8 @@ from scipy import stats
 
 from simulate.claims.calibration import _endpoint_rule
 from simulate.claims.judgement import Inference, Interval, detectable_slope
-from simulate.claims.trends import (Trend, cell_crossing, cell_means_slope, describe_crossing, describe_shape,
-                                    direction_verdict, fit_trend)
+from simulate.claims.trends import (SignChange, Trend, cell_crossing, cell_means_slope, describe_crossing,
+                                    describe_shape, direction_verdict, fit_trend)
 from theory.verdicts import Verdict
 
 DEPTHS = np.array([4.0, 8.0, 16.0, 32.0])  # the atlas's depth design
@@ -412,12 +412,12 @@ def test_a_significant_crossing_s_interval_covers_the_true_crossing():
     """(h) Where a crossing is significant its interval covers the true one; a sign change that is not
     significant has no point estimate, only the two cells it lies between."""
     crossings = [cell_crossing(AXIS, y) for y in _noisy(np.random.default_rng(6), _kinked, 0.05, 500)]
-    significant = [c for c in crossings if c.note.startswith("crossing in range")]
+    significant = [c for c in crossings if c.state is SignChange.CROSSING]
     for c in crossings:
-        if c.note.startswith("crossing in range"):
+        if c.state is SignChange.CROSSING:
             assert c.low <= c.estimate <= c.high and c.low < c.high, c
-        elif not c.note.startswith("none in range"):  # noise can hide the sign change altogether
-            assert c.note.startswith("sign change not significant") and math.isnan(c.estimate), c
+        elif c.state is not SignChange.NONE_IN_RANGE:  # noise can hide the sign change altogether
+            assert c.state is SignChange.NOT_SIGNIFICANT and math.isnan(c.estimate), c
             assert DEPTHS[0] <= c.low < c.high <= DEPTHS[-1] and c.high / c.low == 2.0, c  # adjacent cells
     assert len(significant) > 0.5 * len(crossings), f"{len(significant)} of {len(crossings)} significant"
     assert_coverage([c.low <= math.exp(2.5) <= c.high for c in significant], "significant cell crossing")
@@ -426,7 +426,7 @@ def test_a_significant_crossing_s_interval_covers_the_true_crossing():
 def test_a_curve_that_approaches_zero_has_no_significant_crossing():
     """Negative everywhere and approaching 0 (a deep-minus-shallow pruning drop): at most the one-sided 2.5 %."""
     crossings = [cell_crossing(AXIS, y) for y in _noisy(np.random.default_rng(7), lambda x: -0.05 / x, 0.01, 400)]
-    assert_rate_at_most([c.note.startswith("crossing in range") for c in crossings],
+    assert_rate_at_most([c.state is SignChange.CROSSING for c in crossings],
                         "significant crossing of a curve that never crosses", 0.025)
 
 
@@ -440,7 +440,7 @@ def test_a_sign_change_that_is_not_significant_gets_no_point_estimate():
 
 def test_one_model_per_cell_leaves_a_sign_change_untested_and_one_sign_has_no_crossing():
     crossing = cell_crossing(DEPTHS, [-0.2, -0.1, 0.13, 0.2])
-    assert math.isnan(crossing.estimate) and crossing.note.startswith("sign change, untested"), crossing
+    assert math.isnan(crossing.estimate) and crossing.state is SignChange.UNTESTED, crossing
     y = 1.0 + 0.2 * np.log(AXIS) + 0.01 * np.random.default_rng(3).standard_normal(AXIS.size)
     crossing = cell_crossing(AXIS, y)
     assert math.isnan(crossing.estimate) and describe_crossing(crossing, "depth").startswith("none in range"), crossing
@@ -538,12 +538,12 @@ def test_negative_control_a_per_block_mean_falls_under_the_dilution_null():
 # -- known faults of cell_crossing (simulate/claims/trends.py: ``accepted |= np.isclose(centre, 0.0)``) -----------
 def test_one_model_per_cell_is_untested_also_where_the_zero_falls_on_the_grid():
     crossing = cell_crossing(DEPTHS, [-0.2, -0.1, 0.1, 0.2])
-    assert math.isnan(crossing.estimate) and crossing.note.startswith("sign change, untested"), crossing
+    assert math.isnan(crossing.estimate) and crossing.state is SignChange.UNTESTED, crossing
 
 
 def test_a_crossing_does_not_depend_on_the_statistic_s_units():
     y = _kinked(AXIS) + 0.05 * np.random.default_rng(0).standard_normal(AXIS.size)
     crossing = cell_crossing(AXIS, y)
-    assert crossing.note == "crossing in range", crossing
+    assert crossing.state is SignChange.CROSSING, crossing
     scaled = cell_crossing(AXIS, 1e-9 * y)
-    assert scaled.note == crossing.note and scaled.estimate == pytest.approx(crossing.estimate, rel=1e-9), scaled
+    assert scaled.state is crossing.state and scaled.estimate == pytest.approx(crossing.estimate, rel=1e-9), scaled
