@@ -47,7 +47,7 @@ from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
 from simulate.study.analysis import load_models
 from simulate.study.tuning import fixed_rates
 
-__all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "PredictionError", "subjects", "line_rates", "line_models",
+__all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "JudgedOn", "PredictionError", "subjects", "line_rates", "line_models",
            "subject_samples", "prediction_table"]
 
 SUBJECTS = (("var_last", 1, ("power", "exponential in L")), ("var_growth", 1, ("power", "exponential in L")),
@@ -55,6 +55,31 @@ SUBJECTS = (("var_last", 1, ("power", "exponential in L")), ("var_growth", 1, ("
 PREDICTION_COLUMNS = ("statistic", "scheme", "law", "form", "line", "lr", "lr_second", "steps", "depth", "models",
                       "judged_on", "estimate", "low", "high", "confidence", "fitted_depths", "fitted_models", "slope",
                       "slope_low", "slope_high", "lack_of_fit_p", "residual_sd", "within_sd")
+
+
+class JudgedOn(NamedTuple):
+    """What a prediction row is judged on: the model of one ``seed``, or the mean of ``models`` seeds' models
+    (``seed`` None); written ``seed 0`` or ``mean of 3 seeds`` in a prediction file and read back by :meth:`parse`.
+
+    >>> str(JudgedOn(0)), str(JudgedOn(None, 3)), JudgedOn.parse("mean of 3 seeds") == JudgedOn(None, 3)
+    ('seed 0', 'mean of 3 seeds', True)
+    """
+
+    seed: int | None
+    models: int = 1
+
+    def __str__(self) -> str:
+        return f"seed {self.seed}" if self.seed is not None else f"mean of {self.models} seeds"
+
+    @classmethod
+    def parse(cls, text: str) -> "JudgedOn":
+        """The record of ``seed N`` or ``mean of M seeds`` (ValueError naming the text otherwise)."""
+        words = str(text).split()
+        if len(words) == 2 and words[0] == "seed" and words[1].isdigit():
+            return cls(int(words[1]))
+        if len(words) == 4 and words[:2] == ["mean", "of"] and words[2].isdigit() and words[3] == "seeds":
+            return cls(None, int(words[2]))
+        raise ValueError(f"judged_on={text!r} is not allowed: 'seed N' or 'mean of M seeds'")
 
 
 class PredictionError(ValueError):
@@ -178,7 +203,7 @@ def _law_rows(subject, law, line, rates, steps, samples, targets, confidence, co
                          "form": DEPTH_LAWS[law], "line": line, "lr": rate, "lr_second": second, "steps": int(steps),
                          "depth": int(depth),
                          "models": models,
-                         "judged_on": f"seed {judged_seed}" if models == 1 else f"mean of {models} seeds",
+                         "judged_on": str(JudgedOn(judged_seed) if models == 1 else JudgedOn(None, models)),
                          "estimate": predicted.estimate, "low": predicted.low, "high": predicted.high,
                          "confidence": confidence,
                          "fitted_depths": " ".join(f"{d:g}" for d in fit.depths), "fitted_models": fit.models,

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from simulate.claims.width_laws import WIDTH_LAWS, fit_width_law
-from simulate.study.across_depth import PredictionError, line_models, line_rates, subject_samples, subjects
+from simulate.study.across_depth import (JudgedOn, PredictionError, line_models, line_rates, subject_samples,
+                                         subjects)
 from simulate.study.analysis import load_models
 
 __all__ = ["WIDTH_PREDICTION_COLUMNS", "MIN_LAW_WIDTHS", "width_prediction_table"]
@@ -94,7 +95,7 @@ def _law_rows(subject, law, line, rates, steps, samples, targets, confidence, co
                 rows.append({"statistic": subject.statistic, "scheme": subject.scheme, "law": law,
                              "form": WIDTH_LAWS[law], "line": line, "lr": rate, "lr_second": second, "steps": steps,
                              "depth": int(depth), "width": int(width), "models": models,
-                             "judged_on": f"seed {judged_seed}" if models == 1 else f"mean of {models} seeds",
+                             "judged_on": str(JudgedOn(judged_seed) if models == 1 else JudgedOn(None, models)),
                              "estimate": predicted.estimate, "low": predicted.low, "high": predicted.high,
                              "confidence": confidence,
                              "fitted_depths": " ".join(f"{d:g}" for d in sorted(set(fit.depths))),

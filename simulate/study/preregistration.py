@@ -51,7 +51,7 @@ from scipy import stats
 from simulate.claims.along_axes import unresolved_drops
 from simulate.claims.judgement import blind_test_verdict, level_label
 from simulate.runtime.versions import ROOT, closure_version
-from simulate.study.across_depth import Subject, prediction_table, subject_samples
+from simulate.study.across_depth import JudgedOn, Subject, prediction_table, subject_samples
 from simulate.study.across_width import width_prediction_table
 from simulate.study.analysis import load_models
 from theory.cli import markdown_table
@@ -254,8 +254,9 @@ def _measured(row, models, chosen: set, every_seed: bool = False) -> tuple[float
     seeds are there) and on how many models."""
     samples = subject_samples(Subject(row.statistic, tuple(row.scheme.split("-")), ()), _line_models(models, chosen,
                                                                                                       row))
-    if row.judged_on.startswith("seed "):
-        values = samples.loc[samples["seed"] == int(row.judged_on.split()[1]), "value"]
+    seed = JudgedOn.parse(row.judged_on).seed
+    if seed is not None:
+        values = samples.loc[samples["seed"] == seed, "value"]
     else:
         values = samples["value"] if every_seed or len(samples) == row.models else samples["value"].iloc[:0]
     return (float(values.mean()) if len(values) else math.nan), len(values)
@@ -286,9 +287,8 @@ def _refit(written: pd.DataFrame, study, out) -> dict:
 def _judged_models(row, models, chosen: set) -> list:
     """The finished models a row is judged on (its seed's, or every seed's on its line)."""
     here = _line_models(models, chosen, row)
-    if row.judged_on.startswith("seed "):
-        return [m for m in here if m.seed == int(row.judged_on.split()[1])]
-    return here
+    seed = JudgedOn.parse(row.judged_on).seed
+    return here if seed is None else [m for m in here if m.seed == seed]
 
 
 def _alternatives(written: pd.DataFrame, row, models, chosen: set) -> tuple[float, float]:
@@ -344,7 +344,7 @@ def _never_trained(row, study) -> bool:
     """Whether a fixed-line row waits for models no one will train: a cell at its depth chose another rate than
     the row's, so only the tuning seed at the full length trains the fixed rate there."""
     full = study.stability[1] if study.stability else row.steps
-    on_tuning_seed = any(row.judged_on == f"seed {seed}" for seed in study.tune_seeds) and row.steps == full
+    on_tuning_seed = JudgedOn.parse(row.judged_on).seed in study.tune_seeds and row.steps == full
     if row.line != "fixed" or on_tuning_seed:
         return False
     rates = dict(zip(row.scheme.split("-"), (row.lr, row.lr_second)))
@@ -379,17 +379,18 @@ def chance_failures(rows: pd.DataFrame, draws: int = 20000, seed: int = 0) -> tu
         return math.nan, math.nan, 0
     rng = np.random.default_rng(seed)
     units = judged[["depth", "steps", "statistic", "scheme"]].astype(str).agg("|".join, axis=1)  # (rows,) one draw each
-    seeds = sorted({int(j.split()[1]) for j in judged["judged_on"] if j.startswith("seed ")} | {0, 1, 2})
+    judged_on = [JudgedOn.parse(text) for text in judged["judged_on"]]  # (rows,)
+    means = max((on.models for on in judged_on if on.seed is None), default=0)
+    seeds = sorted({on.seed for on in judged_on if on.seed is not None} | set(range(max(3, means))))
     codes = {unit: i for i, unit in enumerate(dict.fromkeys(units))}
     z = rng.standard_normal((draws, len(codes), len(seeds)))  # (draws, units, seeds)
     quantile = stats.norm.ppf(0.5 + judged["confidence"].to_numpy(float) / 2)  # (rows,)
     failures = np.zeros(draws)
-    for i, (unit, on) in enumerate(zip(units, judged["judged_on"])):
-        if on.startswith("seed "):
-            draw = z[:, codes[unit], seeds.index(int(on.split()[1]))]  # (draws,)
+    for i, (unit, on) in enumerate(zip(units, judged_on)):
+        if on.seed is not None:
+            draw = z[:, codes[unit], seeds.index(on.seed)]  # (draws,)
         else:
-            m = int(on.split()[2]) if on.split()[2].isdigit() else len(seeds)
-            draw = z[:, codes[unit], :m].sum(axis=1) / math.sqrt(m)  # (draws,) the mean's standardised draw
+            draw = z[:, codes[unit], :on.models].sum(axis=1) / math.sqrt(on.models)  # (draws,) the mean's draw
         failures += np.abs(draw) > quantile[i]
     observed = int((judged["blind_test"] == str(BlindTest.FAILS)).sum())
     return float(failures.mean()), float(np.quantile(failures, 0.95)), observed
