@@ -55,7 +55,7 @@ from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDe
                                        claimed_sign_verdict, detectable_slope, share_interval, size_verdict,
                                        stability_verdict, t_interval)
 from simulate.claims.statistics import LOG_DROP_STATISTICS, RESOLVED_DROP, SHARE_STATISTICS, drop_resolved
-from simulate.claims.trends import cell_crossing, describe_crossing, direction_verdict, fit_trend
+from simulate.claims.trends import cell_crossing, direction_verdict, fit_trend
 from theory.verdicts import GrowthClass, Size, Verdict
 
 __all__ = ["IDENTIFIABLE_BLOCKS", "claim_samples", "unresolved_drops", "judge_levels", "judge_trends", "needs"]
@@ -341,8 +341,8 @@ def _trend(study, claim: Claim, axis: str, group: dict, line: str, members, full
                   direction=None if growth else claim.direction(axis),
                   shape="; ".join(filter(None, (trend.shape, _growth_shape(x, y, study.inference.confidence,
                                                                            len(set(trend.rates))) if growth else ""))),
-                  crossing=describe_crossing(cell_crossing(x, y, study.inference.confidence), axis)
-                  if claim.sign is not None and not growth else "",
+                  crossing=cell_crossing(x, y, study.inference.confidence)
+                  if claim.sign is not None and not growth else None,
                   rests_on=_rests_on([m for m in members if m.scheme in claim.schemes]),
                   rates=max(len(set(trend.rates)), 1), margin=MARGINS[statistic].trend)
     if growth:

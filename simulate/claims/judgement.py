@@ -546,7 +546,7 @@ class TrendJudgement:
     direction: int | None
     verdict: Verdict
     shape: str = ""
-    crossing: str = ""
+    crossing: tuple | None = None  # a simulate.claims.trends.Crossing: where a signed claim's cell means change sign
     detectable: float = math.nan
     needs: str = ""
     stability: Stability | None = None

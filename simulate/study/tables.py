@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from simulate.claims.trends import describe_crossing
 from simulate.study.rows import interval_words, size_words
 from theory.files import atomic_write
 from theory.verdicts import GrowthClass, Size, Stability, Verdict
@@ -134,7 +135,9 @@ def trend_frame(judgements, fields) -> pd.DataFrame:
                      "family_confidence": j.family.confidence, "lack_of_fit_p": j.lack_of_fit, "p_value": j.p_value,
                      "p_adjusted": j.p_adjusted, "in_family": j.in_family,
                      "direction": {1: "rises", -1: "falls", None: ""}[j.direction], "verdict": j.verdict,
-                     "size": j.size, "shape": j.shape, "crossing": j.crossing, "detectable": j.detectable,
+                     "size": j.size, "shape": j.shape,
+                     "crossing": "" if j.crossing is None else describe_crossing(j.crossing, j.axis),
+                     "detectable": j.detectable,
                      "reference": reference, "needs": j.needs, "stability": j.stability,
                      **_change(j.change, j.margin), "versions": len(j.rests_on)})
     return pd.DataFrame(rows, columns=[*TREND_COLUMNS[:5], *fields, *TREND_COLUMNS[5:]])
