@@ -47,8 +47,9 @@ from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
 from simulate.study.analysis import load_models
 from simulate.study.tuning import fixed_rates
 
-__all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "JudgedOn", "PredictionError", "subjects", "line_rates", "line_models",
-           "subject_samples", "prediction_table"]
+__all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "JudgedOn", "PredictionError", "LawData", "subjects",
+           "line_rates", "line_models", "subject_samples", "check_targets", "law_data", "line_rate_pair",
+           "prediction_table"]
 
 SUBJECTS = (("var_last", 1, ("power", "exponential in L")), ("var_growth", 1, ("power", "exponential in L")),
             ("prune_log_ratio", 1, ("power",)), ("val_loss", 2, ("power",)))  # (statistic, schemes, laws)
@@ -147,15 +148,50 @@ def subject_samples(subject: Subject, models) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["depth", "width", "steps", "seed", "value", "points"])
 
 
-def _check_targets(targets, fitted_depths) -> None:
-    depths = sorted(fitted_depths)
-    if len(depths) < MIN_LAW_DEPTHS:
-        raise PredictionError(f"--predict needs at least {MIN_LAW_DEPTHS} trained depths to fit a law on: the study "
-                              f"has {len(depths)} ({', '.join(map(str, depths)) or 'none'})")
-    for depth in targets:
-        if depths[0] <= depth <= depths[-1]:
-            raise PredictionError(f"--predict {depth} is not allowed: it lies inside the trained depths "
-                                  f"{depths[0]}..{depths[-1]}; predict a depth below {depths[0]} or above {depths[-1]}")
+def check_targets(targets, trained, axis: str, minimum: int) -> None:
+    """Refuse (:class:`PredictionError`) targets of ``axis`` inside the ``trained`` values, or fewer than
+    ``minimum`` trained values to fit a law on."""
+    values = sorted(trained)
+    flag = "" if axis == "depth" else f"{axis}="
+    if len(values) < minimum:
+        raise PredictionError(f"--predict {flag + '... ' if flag else ''}needs at least {minimum} trained {axis}s to "
+                              f"fit a law on: the study has {len(values)} ({', '.join(map(str, values)) or 'none'})")
+    for target in targets:
+        if values[0] <= target <= values[-1]:
+            raise PredictionError(f"--predict {flag}{target} is not allowed: it lies inside the trained {axis}s "
+                                  f"{values[0]}..{values[-1]}; predict a {axis} below {values[0]} or above "
+                                  f"{values[-1]}")
+
+
+class LawData(NamedTuple):
+    """The values one law is fitted on: a line (with its fixed rates), a subject, a training length."""
+
+    line: str
+    rates: dict
+    subject: Subject
+    steps: int
+    samples: pd.DataFrame  # subject_samples' rows of that line and length
+
+    def fitted(self) -> pd.DataFrame:
+        """The samples labelled with their statistic, scheme and line (a prediction file's data)."""
+        return self.samples.assign(statistic=self.subject.statistic, scheme=self.subject.scheme, line=self.line)
+
+
+def law_data(study, out) -> tuple[list[LawData], tuple[int, int], int]:
+    """``(data, counts, judged_seed)`` of a resolved study (:func:`simulate.study.tuning.resolve_tuning`): the
+    finished models' values per line, subject and length; the numbers of new models each prediction is for (one,
+    the study's seeds); the seed a one-model prediction is judged on (the tuning seed's: it trains every rate)."""
+    seeds = sorted({p.seed for p in study.sweep.points})
+    judged_seed = study.tune_seeds[0] if study.tuned else seeds[0]
+    every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
+    chosen = {p.key for p in study.sweep.points}
+    data = []
+    for line, rates in line_rates(study, [m for m in every if m.point.key in chosen]).items():
+        models = line_models(every, chosen, line, rates)
+        for subject in subjects(study.schemes()):
+            for steps, part in subject_samples(subject, models).groupby("steps"):
+                data.append(LawData(line, rates, subject, int(steps), part))
+    return data, (1, len(seeds)), judged_seed
 
 
 def prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -168,33 +204,28 @@ def prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
     if "depth" not in study.axes:
         raise PredictionError(f"--predict needs a study along depth: {study.name!r} runs along "
                               f"{', '.join(study.axes)}")
-    seeds = sorted({p.seed for p in study.sweep.points})
-    judged_seed = study.tune_seeds[0] if study.tuned else seeds[0]
-    every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
-    chosen = {p.key for p in study.sweep.points}
-    rows, fitted = [], []
-    trained_depths = set()
-    for line, rates in line_rates(study, [m for m in every if m.point.key in chosen]).items():
-        models = line_models(every, chosen, line, rates)
-        for subject in subjects(study.schemes()):
-            samples = subject_samples(subject, models)
-            trained_depths |= set(samples["depth"])
-            for steps, part in samples.groupby("steps"):
-                fitted.append(part.assign(statistic=subject.statistic, scheme=subject.scheme, line=line))
-                for law in subject.laws:
-                    rows += _law_rows(subject, law, line, rates, steps, part, targets, study.inference.confidence,
-                                      (1, len(seeds)), judged_seed)
-    _check_targets(targets, trained_depths)
+    data, counts, judged_seed = law_data(study, out)
+    check_targets(targets, {depth for d in data for depth in d.samples["depth"]}, "depth", MIN_LAW_DEPTHS)
+    rows = [row for d in data for law in d.subject.laws
+            for row in _law_rows(d, law, targets, study.inference.confidence, counts, judged_seed)]
     return (pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS)),
-            pd.concat(fitted, ignore_index=True) if fitted else pd.DataFrame())
+            pd.concat([d.fitted() for d in data], ignore_index=True) if data else pd.DataFrame())
 
 
-def _law_rows(subject, law, line, rates, steps, samples, targets, confidence, counts, judged_seed) -> list[dict]:
-    fit = fit_depth_law(samples["depth"], samples["value"], law, confidence)
+def line_rate_pair(data: LawData) -> tuple[float, float]:
+    """The fixed line's rates of a subject's first and second scheme (NaN on the other lines, NaN second for one
+    scheme)."""
+    schemes = data.subject.schemes
+    return (data.rates.get(schemes[0], math.nan),
+            data.rates.get(schemes[1], math.nan) if len(schemes) == 2 else math.nan)
+
+
+def _law_rows(data: LawData, law, targets, confidence, counts, judged_seed) -> list[dict]:
+    subject, line, steps = data.subject, data.line, data.steps
+    fit = fit_depth_law(data.samples["depth"], data.samples["value"], law, confidence)
     if fit is None or fit.cells < MIN_LAW_DEPTHS:
         return []
-    rate = rates.get(subject.schemes[0], math.nan)  # the fixed line's rates (NaN on the others)
-    second = rates.get(subject.schemes[1], math.nan) if len(subject.schemes) == 2 else math.nan
+    rate, second = line_rate_pair(data)
     rows = []
     for depth in targets:
         for models in counts:

@@ -16,16 +16,13 @@ to be committed before any model of that width starts.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 import pandas as pd
 
 from simulate.claims.width_laws import WIDTH_LAWS, fit_width_law
-from simulate.study.across_depth import (JudgedOn, PredictionError, line_models, line_rates, subject_samples,
-                                         subjects)
-from simulate.study.analysis import load_models
+from simulate.study.across_depth import JudgedOn, LawData, PredictionError, check_targets, law_data, line_rate_pair
 
 __all__ = ["WIDTH_PREDICTION_COLUMNS", "MIN_LAW_WIDTHS", "width_prediction_table"]
 
@@ -34,18 +31,6 @@ WIDTH_PREDICTION_COLUMNS = ("statistic", "scheme", "law", "form", "line", "lr", 
                             "fitted_widths", "fitted_models", "width_term", "width_term_low", "width_term_high",
                             "lack_of_fit_p", "residual_sd", "within_sd", "no_change", "no_change_inside")
 MIN_LAW_WIDTHS = 3  # widths a law with a width term is fitted on: two would leave the interaction nothing to test
-
-
-def _check_targets(targets, fitted_widths) -> None:
-    widths = sorted(fitted_widths)
-    if len(widths) < MIN_LAW_WIDTHS:
-        raise PredictionError(f"--predict width=... needs at least {MIN_LAW_WIDTHS} trained widths to fit a law on: "
-                              f"the study has {len(widths)} ({', '.join(map(str, widths)) or 'none'})")
-    for width in targets:
-        if widths[0] <= width <= widths[-1]:
-            raise PredictionError(f"--predict width={width} is not allowed: it lies inside the trained widths "
-                                  f"{widths[0]}..{widths[-1]}; predict a width below {widths[0]} or above "
-                                  f"{widths[-1]}")
 
 
 def width_prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -59,33 +44,21 @@ def width_prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFr
     if not {"width", "depth"} <= set(study.axes):
         raise PredictionError(f"--predict width=... needs a study along width and depth: {study.name!r} runs along "
                               f"{', '.join(study.axes)}")
-    seeds = sorted({p.seed for p in study.sweep.points})
-    judged_seed = study.tune_seeds[0] if study.tuned else seeds[0]
-    every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
-    chosen = {p.key for p in study.sweep.points}
-    rows, fitted, trained_widths = [], [], set()
-    for line, rates in line_rates(study, [m for m in every if m.point.key in chosen]).items():
-        models = line_models(every, chosen, line, rates)
-        for subject in subjects(study.schemes()):
-            samples = subject_samples(subject, models)
-            trained_widths |= set(samples["width"])
-            for steps, part in samples.groupby("steps"):
-                fitted.append(part.assign(statistic=subject.statistic, scheme=subject.scheme, line=line))
-                for law in WIDTH_LAWS:
-                    rows += _law_rows(subject, law, line, rates, int(steps), part, targets,
-                                      study.inference.confidence, (1, len(seeds)), judged_seed)
-    _check_targets(targets, trained_widths)
+    data, counts, judged_seed = law_data(study, out)
+    check_targets(targets, {width for d in data for width in d.samples["width"]}, "width", MIN_LAW_WIDTHS)
+    rows = [row for d in data for law in WIDTH_LAWS
+            for row in _law_rows(d, law, targets, study.inference.confidence, counts, judged_seed)]
     return (pd.DataFrame(rows, columns=list(WIDTH_PREDICTION_COLUMNS)),
-            pd.concat(fitted, ignore_index=True) if fitted else pd.DataFrame())
+            pd.concat([d.fitted() for d in data], ignore_index=True) if data else pd.DataFrame())
 
 
-def _law_rows(subject, law, line, rates, steps, samples, targets, confidence, counts, judged_seed) -> list[dict]:
+def _law_rows(data: LawData, law, targets, confidence, counts, judged_seed) -> list[dict]:
+    subject, line, steps, samples = data.subject, data.line, data.steps, data.samples
     fit = fit_width_law(samples["depth"], samples["width"], samples["value"], law, confidence)
     if fit is None or len(set(fit.widths)) < MIN_LAW_WIDTHS:
         return []
     widest = samples[samples["width"] == fit.widths.max()].groupby("depth")["value"].mean()  # (depths,)
-    rate = rates.get(subject.schemes[0], math.nan)  # the fixed line's rates (NaN on the others)
-    second = rates.get(subject.schemes[1], math.nan) if len(subject.schemes) == 2 else math.nan
+    rate, second = line_rate_pair(data)
     rows = []
     for width in targets:
         for depth in sorted(set(fit.depths)):
