@@ -3,7 +3,7 @@
 
 :func:`simulate.study.analysis.judge_study` makes a :class:`StudyJudgement` from a study's models,
 :func:`write_tables` writes it, :func:`read_study` reads it back equal (the round trip:
-tests/simulate/test_study_judgement.py); every page formats the object it is given
+tests/simulate/test_study.py::test_the_judgement_read_back_is_the_judgement_written); every page formats the object it is given
 (:mod:`simulate.study.report`, :mod:`simulate.study.headline`, :mod:`simulate.study.provenance`).
 
 :func:`level_frame` and :func:`trend_frame` lay the judges' typed records
@@ -90,7 +90,8 @@ class StudyJudgement:
         lines = [f"Study {self.name}: {len(self.points)} models ({counts.get('ok', 0)} ok, {counts.get('failed', 0)} "
                  f"failed, {counts.get('pending', 0)} pending)"]
         trends = at_full_length(self.trends)
-        for _, row in trends[trends["axis"] == axis].iterrows() if axis else trends.iterrows():
+        shown = trends[trends["axis"] == axis] if axis else trends
+        for _, row in shown.iterrows():
             size = size_words(row)
             lines.append(f"  {row['claim']} ({row['scheme']}) along {row['axis']} ({row['group']}), line {row['line']}: "
                          f"slope {interval_words(row) or 'none'} -> {row['verdict']}" + (f"; {size}" if size else ""))
