@@ -150,19 +150,13 @@ def _width_prediction_markdown(study, table: pd.DataFrame, fitted: pd.DataFrame,
              "(a + b log L: width does nothing), each fitted per line and training length",
              f"- Informative: a row whose interval holds the mean measured at the widest trained width at its depth "
              f"(`no change`) cannot tell a width effect from none; {informative} of {len(table)} rows exclude it", ""]
-    for (line, steps), part in table.groupby(["line", "steps"], sort=False):
-        lines += [f"## Line `{line}`, {steps} steps", ""]
-        shown = part.assign(
-            rate=[_rate_label(row) for row in part.itertuples()],
-            prediction=[f"{r.estimate:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in part.itertuples()],
-            width_term=[f"{r.width_term:.3g} [{r.width_term_low:.3g}, {r.width_term_high:.3g}]"
-                        if np.isfinite(r.width_term_low) else "" for r in part.itertuples()],
-            no_change=[f"{r.no_change:.3g}" + (" (inside)" if r.no_change_inside else "")
-                       for r in part.itertuples()])
-        lines += [markdown_table(shown[["statistic", "scheme", "law", "rate", "depth", "width", "judged_on",
-                                        "prediction", "no_change", "width_term", "fitted_models",
-                                        "lack_of_fit_p"]]), ""]
-    return "\n".join(lines)
+    columns = ("statistic", "scheme", "law", "rate", "depth", "width", "judged_on", "prediction", "no_change",
+               "width_term", "fitted_models", "lack_of_fit_p")
+    return "\n".join(lines + _line_sections(
+        table, columns,
+        width_term=lambda r: (f"{r.width_term:.3g} [{r.width_term_low:.3g}, {r.width_term_high:.3g}]"
+                              if np.isfinite(r.width_term_low) else ""),
+        no_change=lambda r: f"{r.no_change:.3g}" + (" (inside)" if r.no_change_inside else "")))
 
 
 def _prediction_markdown(study, table: pd.DataFrame, fitted: pd.DataFrame, provenance: dict, command: str) -> str:
@@ -181,16 +175,24 @@ def _prediction_markdown(study, table: pd.DataFrame, fitted: pd.DataFrame, prove
              "chosen rate (conditional on what the new cell chooses); laws are fitted per training length",
              "- Judged per row: passes when the measured value lies inside the interval; about "
              f"{level_label(1 - confidence)} of the rows fail by chance if the laws are right", ""]
+    columns = ("statistic", "scheme", "law", "rate", "depth", "judged_on", "prediction", "slope", "fitted_depths",
+               "fitted_models", "lack_of_fit_p")
+    return "\n".join(lines + _line_sections(
+        table, columns, law=lambda r: f"{r.law} ({r.form})",
+        slope=lambda r: f"{r.slope:.3g} [{r.slope_low:.3g}, {r.slope_high:.3g}]"))
+
+
+def _line_sections(table: pd.DataFrame, columns, **texts) -> list[str]:
+    """A prediction file's rows as one Markdown table per line and training length: each row's ``rate`` and
+    ``prediction`` in words, and each ``name=text`` of ``texts`` (a row's text), then ``columns`` shown."""
+    lines = []
     for (line, steps), part in table.groupby(["line", "steps"], sort=False):
-        lines += [f"## Line `{line}`, {steps} steps", ""]
-        shown = part.assign(
-            rate=[_rate_label(row) for row in part.itertuples()],
-            law=part["law"] + " (" + part["form"] + ")",
-            prediction=[f"{r.estimate:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in part.itertuples()],
-            slope=[f"{r.slope:.3g} [{r.slope_low:.3g}, {r.slope_high:.3g}]" for r in part.itertuples()])
-        lines += [markdown_table(shown[["statistic", "scheme", "law", "rate", "depth", "judged_on", "prediction",
-                                        "slope", "fitted_depths", "fitted_models", "lack_of_fit_p"]]), ""]
-    return "\n".join(lines)
+        rows = list(part.itertuples())
+        shown = part.assign(rate=[_rate_label(r) for r in rows],
+                            prediction=[f"{r.estimate:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in rows],
+                            **{name: [text(r) for r in rows] for name, text in texts.items()})
+        lines += [f"## Line `{line}`, {steps} steps", "", markdown_table(shown[list(columns)]), ""]
+    return lines
 
 
 def _rate_label(row) -> str:
