@@ -71,16 +71,16 @@ def test_many_moments_spline_is_accurate():
 
 
 @pytest.mark.parametrize("knots", [4, 5, 41, 641])
-def test_not_a_knot_spline_is_scipys(knots):
+def testnot_a_knot_spline_is_scipys(knots):
     """many_moments' own spline is scipy's CubicSpline (not-a-knot) to rounding, in range and extrapolated."""
     from scipy.interpolate import CubicSpline
 
-    from theory.meanfield.gaussian import _not_a_knot_spline
+    from theory.meanfield.gaussian import not_a_knot_spline
     rng = np.random.default_rng(knots)
     x = np.linspace(-9.0, 3.0, knots)
     y = np.log(second_moment("silu", 10.0**x)) if knots > 5 else rng.standard_normal(knots)
     at = np.concatenate([x, rng.uniform(-10.0, 4.0, 1000)])
-    np.testing.assert_allclose(_not_a_knot_spline(x, y, at), CubicSpline(x, y)(at), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(not_a_knot_spline(x, y, at), CubicSpline(x, y)(at), rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("name", ["relu", "gelu", "silu"])

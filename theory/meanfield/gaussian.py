@@ -44,7 +44,7 @@ from scipy.special import erf, expit
 __all__ = [
     "ACTIVATION_NAMES", "activation", "activation_derivative", "gauss_hermite",
     "gaussian_expectation", "second_moment", "derivative_moment", "swiglu_jvp_gain",
-    "dual_kernel", "relu_dual_kernel", "derivative_kernel", "many_moments",
+    "dual_kernel", "relu_dual_kernel", "derivative_kernel", "many_moments", "not_a_knot_spline",
 ]
 
 ACTIVATION_NAMES = ("relu", "gelu", "silu", "swiglu")
@@ -256,7 +256,7 @@ def many_moments(func, q, max_direct: int = 4096) -> np.ndarray:
 
     Evaluates ``func`` on the unique values when ``q`` has at most ``max_direct`` entries;
     otherwise on a log-spaced grid (40 points per decade) and interpolates
-    ``log func(q)`` by a not-a-knot cubic spline in ``log q`` (:func:`_not_a_knot_spline`; relative error < 5e-9
+    ``log func(q)`` by a not-a-knot cubic spline in ``log q`` (:func:`not_a_knot_spline`; relative error < 5e-9
     for the moments of this module on ``[1e-9, 1e3]``, checked in the tests). For ``q <= 0`` the value is
     ``func(0)``.
 
@@ -273,10 +273,10 @@ def many_moments(func, q, max_direct: int = 4096) -> np.ndarray:
         return np.full(q.shape, float(func(np.array([q.flat[0]]))[0]))
     grid = np.linspace(lo, hi, max(8, int(math.ceil((hi - lo) * 40)) + 1))
     values = func(10.0**grid)
-    return np.exp(_not_a_knot_spline(grid, np.log(values), np.log10(q)))
+    return np.exp(not_a_knot_spline(grid, np.log(values), np.log10(q)))
 
 
-def _not_a_knot_spline(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarray:
+def not_a_knot_spline(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarray:
     """The not-a-knot cubic spline through ``(x, y)`` (n >= 4 increasing knots) at the points ``at`` (any shape),
     extrapolated by the end pieces: ``scipy.interpolate.CubicSpline(x, y)(at)`` to rounding, without importing
     ``scipy.interpolate`` (most of a second; docs/design.md#speed-of-the-theory).
@@ -287,7 +287,7 @@ def _not_a_knot_spline(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarr
     here by the Thomas algorithm; each piece is then the cubic Hermite interpolant of its end values and slopes.
 
     >>> x = np.linspace(0.0, 1.0, 6)
-    >>> _not_a_knot_spline(x, x**3 - x, np.array([0.25, 1.5])).round(12).tolist()  # a cubic is reproduced
+    >>> not_a_knot_spline(x, x**3 - x, np.array([0.25, 1.5])).round(12).tolist()  # a cubic is reproduced
     [-0.234375, 1.875]
     """
     n, dx = len(x), np.diff(x)

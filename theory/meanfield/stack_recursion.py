@@ -18,15 +18,17 @@ import numpy as np
 
 from theory.meanfield.covariance import RecursionContext, recursion_context, run_block, tangent_pass, token_cosine
 from theory.meanfield.finite_width import ATTENTION_SEED
+from theory.meanfield.gaussian import not_a_knot_spline
 from theory.meanfield.pair_recursion import token_recursion
 from theory.meanfield.plan import SublayerPlan
 
 __all__ = ["StreamCurves", "MatrixRun", "matrix_recursion", "exact_blocks", "stride_tail", "stream_recursion", "MATRIX_BUDGET",
-           "MAX_MATRIX_STEPS", "STRIDE_EPS"]
+           "MAX_MATRIX_STEPS", "STRIDE_START", "STRIDE_EPS"]
 
 MATRIX_BUDGET = 5e7  # T^2 x steps of the matrix recursion before handing over to the pair recursion
 MAX_MATRIX_STEPS = 512
-STRIDE_EPS = 0.03  # relative stride of the additive tail (stride_tail)
+STRIDE_START = 64  # blocks run one by one before an additive plan's strides (docs/derivations.md#stride-tail)
+STRIDE_EPS = 0.06  # relative stride of the additive tail (stride_tail; error grows like eps^2)
 
 
 @dataclass(frozen=True)
@@ -116,16 +118,25 @@ def matrix_recursion(plan: SublayerPlan, K0: np.ndarray, blocks: int, ctx: Recur
 
 
 def exact_blocks(plan: SublayerPlan, tokens: int) -> int:
-    """Blocks run step by step: ``min(L, 512/P, 5e7/(P T^2))`` (at least one).
+    """Blocks run step by step (at least one): ``min(L, 512/P, 5e7/(P T^2))``, or fewer where the stride tail
+    takes over: from block :data:`STRIDE_START` on, or after the last non-additive block, when every later block is
+    additive (norm on every input, no norm after the sum, no alignment).
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
-    >>> exact_blocks(build_plan(Setting(depth=1000, width=32, heads=4)), 64)  # 512 sublayers / 2 per block
+    >>> exact_blocks(build_plan(Setting(scheme="post", depth=1000, width=32, heads=4)), 64)  # 512 sublayers / 2
     256
+    >>> exact_blocks(build_plan(Setting(scheme="pre", depth=1000, width=32, heads=4)), 64)  # strides from block 64
+    64
     """
     period = int(np.sum(plan.block == plan.block[0]))
     steps = min(plan.size, MAX_MATRIX_STEPS, int(MATRIX_BUDGET / max(tokens, 1) ** 2))
-    return max(1, steps // period)
+    cap = max(1, steps // period)
+    if plan.norm_after.any() or plan.alignment != 0:  # no tangents to stride: the pair recursion takes over
+        return cap
+    other = np.flatnonzero(~plan.is_additive(np.arange(plan.size)))  # (k,) steps that are not additive
+    first_stride = max(STRIDE_START, int(plan.block[other[-1]]) if len(other) else 0)
+    return min(cap, first_stride)
 
 
 def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, causal: bool, head_dim: int,
@@ -138,7 +149,8 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
     recursion that takes over the tails of non-additive plans is mean-field.
 
     The first :func:`exact_blocks` blocks run one by one (:func:`matrix_recursion`). After that
-    (relative stride ``eps``: :data:`STRIDE_EPS`, larger up to 0.1 when ``T^2`` is large),
+    (relative stride ``eps``: :data:`STRIDE_EPS`, larger up to 0.1 when ``T^2`` is large; from block :data:`STRIDE_START`
+    on when the rest is additive),
     an additive plan (norm on every input, no norm after the sum, no alignment: Pre-LN, LNS,
     scaled inits, LayerScale, sandwich) continues with :func:`stride_tail`; other plans hand
     over to the pair recursion :func:`theory.meanfield.pair_recursion.token_recursion` with
@@ -171,7 +183,8 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
         eps = min(0.1, max(STRIDE_EPS, 4 * period * math.log(L / blocks) / budget))
     if tangents and plan.is_additive(np.arange(stop, plan.size)).all():
         states, nodes = stride_tail(plan, blocks, run.K, run.C, ctx, eps)
-        _fill_tail(plan, out, blocks, states, nodes, period)
+        breaks = () if ctx.finite is None else ctx.finite.nodes[ctx.finite.nodes > blocks + 1]
+        _fill_tail(plan, out, blocks, states, nodes, period, breaks)
         return _curves(out, blocks, "stride")
     pairs = token_recursion(plan, float(out["v"][stop - 1]), float(out["c"][stop - 1]), start=stop)
     for key in ("v", "c", "branch", "jac2", "cos"):
@@ -199,9 +212,12 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
     centred on ``b + 1 + (h - 1)/2``), and the block tangent map ``C -> C + T C`` at the
     same midpoint: ``C_{b+h} = C + h T C + h (h - 1)/2 T^2 C + h (h-1) (h-2)/6 T^3 C`` (binomial
     expansion of ``(I + T)^h`` to third order). Per-block outputs are evaluated at the nodes (from the state before the
-    block) and interpolated linearly in ``b`` between nodes (``log`` for the gains). Error against
-    the full loop (llama presets, T = 8, strides from block 40 on, depth 400): < 1e-3 relative for
-    ``eps = 0.03`` (tested with tolerance 3e-3).
+    block); :func:`_fill_tail` interpolates between them. Under the finite-width law a stride ends just before each
+    attention node (:func:`theory.meanfield.finite_width.attention_nodes`), so that the node's correction is drawn
+    from an exact state, as in the full loop. Error against the full loop (llama presets, T = 8 and 64, four inits,
+    both width laws, strides from block 64 on, depth 800) at ``eps = 0.06``: at most 7.5e-4 relative
+    (tested with tolerance 1.5e-3); it grows like ``eps^2`` (the end-to-end gain: 1.5e-4, 7.7e-4, 2.2e-3 at
+    ``eps`` = 0.03, 0.06, 0.1).
     Returns node lists: ``states`` of ``(b, v, tcos, tr C/T)`` (state after block ``b``) and
     ``blocks`` of ``(b, branch (P,), jac2 (P,), angular)`` of block ``b``.
 
@@ -209,8 +225,8 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
     >>> from theory.setting import Setting
     >>> plan = build_plan(Setting(scheme="pre", block="linear", depth=100, width=16, tokens=2))
     >>> states, blocks = stride_tail(plan, 40, 41 * np.eye(2), np.eye(2), recursion_context(plan, 2, True, 4))
-    >>> [(b, round(v, 9)) for b, v, _, _ in states[:3]], states[-1][:2]  # strides of max(1, 0.03 b) blocks
-    ([(40, 41.0), (41, 42.0), (42, 43.0)], (100, 101.0))
+    >>> [(b, round(v, 9)) for b, v, _, _ in states[:3]], states[-1][:2]  # strides of max(1, 0.06 b) blocks
+    ([(40, 41.0), (42, 43.0), (44, 45.0)], (100, 101.0))
     """
     L = int(plan.block[-1])
     tokens = len(K)
@@ -226,8 +242,13 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
     states, blocks = [state_row(done, K, C)], []
     b = done
     eye = np.eye(tokens)
+    landings = [] if ctx.finite is None else [int(node) for node in ctx.finite.nodes if node > done + 1]
     while b < L:
         h = min(max(1, int(eps * b)), max(1, L - 1 - b))  # the last block is run from the exact state
+        while landings and landings[0] <= b + 1:
+            landings.pop(0)
+        if landings:  # the next attention node is run from an exact state: its correction is drawn there
+            h = min(h, landings[0] - 1 - b)
         K1, (_, C1), steps = run_block(plan, b + 1, K, [eye, C], ctx)
         blocks.append(block_row(b + 1, steps))
         if h == 1:
@@ -250,28 +271,59 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
     return states, blocks
 
 
-def _fill_tail(plan: SublayerPlan, out: dict, start_block: int, states: list, blocks: list, period: int) -> None:
-    """Fill the per-step arrays of blocks ``start_block+1..L`` by interpolation between nodes."""
+def _fill_tail(plan: SublayerPlan, out: dict, start_block: int, states: list, blocks: list, period: int,
+               breaks=()) -> None:
+    """Fill the per-step arrays of blocks ``start_block+1..L`` by cubic splines through the nodes in ``log b``
+    (:func:`_spline`): variances, gains and angles in ``log`` (a power law in ``b`` is a line), ``token_cos``
+    and the tangent ratios as they are. The per-block outputs jump at ``breaks`` (the blocks where the finite-width
+    law draws a new attention correction): their splines run between breaks, each on its own nodes."""
     L = int(plan.block[-1])
-    b = np.arange(start_block + 1, L + 1, dtype=float)
-    sb, sv, stc, se = (np.array(col, dtype=float) for col in zip(*states))
-    bb = np.array([row[0] for row in blocks], dtype=float)
+    blocks_after = np.arange(start_block + 1, L + 1)  # (L - start_block,)
+    log_b = np.log(blocks_after.astype(float))
+    sb, sv, stc, se = (np.array(col, dtype=float) for col in zip(*states))  # (nodes,) each
+    sb = np.log(sb)
+    node_blocks = np.array([row[0] for row in blocks])  # (nodes,)
+    edges = np.concatenate([[start_block + 1], np.asarray(breaks, dtype=np.int64), [L + 1]])  # segment [a, b) each
+    block_cuts = np.searchsorted(blocks_after, edges)  # blocks and nodes are sorted: each segment is a slice
+    node_cuts = np.searchsorted(node_blocks, edges)
+
+    def per_block(values: np.ndarray, log: bool = False) -> np.ndarray:  # (nodes,) -> (L - start_block,)
+        fitted = np.full(len(log_b), np.nan)  # NaN where no node was run (the strides stopped at a blow-up)
+        for k in range(len(edges) - 1):
+            at, nodes = slice(block_cuts[k], block_cuts[k + 1]), slice(node_cuts[k], node_cuts[k + 1])
+            if at.start < at.stop and nodes.start < nodes.stop:
+                fitted[at] = _spline(log_b[at], np.log(node_blocks[nodes].astype(float)), values[nodes], log)
+        return fitted
+
     branch = np.array([row[1] for row in blocks], dtype=float)  # (nodes, P)
-    jac2 = np.array([row[2] for row in blocks], dtype=float)
-    v_after = np.interp(b, sb, sv)
-    log_e = np.interp(np.concatenate([[start_block], b]), sb, np.log(se))
+    jac2 = np.array([row[2] for row in blocks], dtype=float)  # (nodes, P)
+    v_after = _spline(log_b, sb, sv, log=True)
+    log_e = _spline(np.concatenate([[sb[0]], log_b]), sb, np.log(se))
     first = start_block * period
     for p in range(period):
         idx = np.arange(first + p, plan.size, period)
-        out["branch"][idx] = np.interp(b, bb, branch[:, p])
-        out["jac2"][idx] = np.expm1(np.interp(b, bb, np.log1p(jac2[:, p])))
+        out["branch"][idx] = per_block(branch[:, p], log=True)
+        out["jac2"][idx] = np.expm1(per_block(np.log1p(jac2[:, p])))
         out["e2e2"][idx] = np.exp(np.diff(log_e)) if p == period - 1 else 1.0
-    later = np.zeros(len(b))
+    later = np.zeros(len(log_b))
     for p in range(period - 1, -1, -1):  # v after sublayer p = v after the block - later branches
         idx = np.arange(first + p, plan.size, period)
         out["v"][idx] = v_after - later
         later = later + out["branch"][idx]
-        out["tcos"][idx] = np.interp(b, sb, stc)
+        out["tcos"][idx] = _spline(log_b, sb, stc)
         out["c"][idx] = out["tcos"][idx] * out["v"][idx]
         out["cos"][idx] = np.nan
-    out["angular"][start_block:] = np.interp(b, bb, np.array([row[3] for row in blocks]))
+    out["angular"][start_block:] = per_block(np.array([row[3] for row in blocks]), log=True)
+
+
+def _spline(x: np.ndarray, nodes: np.ndarray, values: np.ndarray, log: bool = False) -> np.ndarray:
+    """``values`` (nodes,) at ``x`` (M,) by the cubic spline through the nodes (:func:`not_a_knot_spline`, extended past
+    the last node by its cubic; fewer than four nodes: linear, held at the ends); ``log``: of ``log values`` where
+    every value is positive."""
+    positive = log and bool(np.all(values > 0))
+    y = np.log(values) if positive else values
+    if len(nodes) < 4 or not np.all(np.isfinite(y)):
+        fitted = np.interp(x, nodes, y)
+    else:
+        fitted = not_a_knot_spline(nodes, y, x)
+    return np.exp(fitted) if positive else fitted
