@@ -1,4 +1,4 @@
-"""The growth fit's profile (:func:`theory.meanfield.bridge._profile_rss`): every grid row's least squares
+"""The growth fit's profile (:class:`theory.meanfield.bridge._ProfileRSS`): every grid row's least squares
 at once, against ``np.linalg.lstsq`` solving each row on its own (the reference it replaced)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from theory.meanfield.bridge import _EXPONENTS, _RATES_TIMES_DEPTH, _profile_rss
+from theory.meanfield.bridge import _EXPONENTS, _RATES_TIMES_DEPTH, _ProfileRSS
 
 
 def _rss_by_lstsq(values: np.ndarray, basis: np.ndarray) -> np.ndarray:
@@ -27,7 +27,7 @@ def test_the_batched_profile_is_lstsq_row_by_row(depth, model):
     values = (0.5 + 0.3 * layers ** 1.4) * np.exp(rng.normal(0.0, 0.05, depth))  # a noisy polynomial profile
     basis = ((layers / depth) ** _EXPONENTS[:, None] if model == "polynomial"
              else np.exp((_RATES_TIMES_DEPTH / depth)[:, None] * (layers - depth)))  # (K, n)
-    fast, reference = _profile_rss(layers, values, basis), _rss_by_lstsq(values, basis)
+    fast, reference = _ProfileRSS(values)(basis), _rss_by_lstsq(values, basis)
     assert fast.shape == reference.shape == (basis.shape[0],)
     np.testing.assert_allclose(fast, reference, rtol=1e-9, atol=1e-14 * reference.max(),
                                err_msg=f"{model} profile at depth {depth}")
@@ -38,6 +38,6 @@ def test_a_constant_column_is_rank_one_as_in_lstsq():
     layers = np.arange(1, 9, dtype=float)
     values = 1.0 + 0.2 * layers
     basis = np.stack([np.ones(8), layers / 8])  # (2, n): rank one, then rank two
-    fast = _profile_rss(layers, values, basis)
+    fast = _ProfileRSS(values)(basis)
     np.testing.assert_allclose(fast, _rss_by_lstsq(values, basis), rtol=1e-9, atol=1e-24)
     assert fast[0] > 1e-3 and fast[1] < 1e-20, fast  # the offset alone misses the slope; the line fits

@@ -165,18 +165,35 @@ _EXPONENTS = np.geomspace(0.02, 8.0, 600)
 _RATES_TIMES_DEPTH = np.geomspace(1e-3, 200.0, 600)
 
 
-def _profile_rss(layers: np.ndarray, values: np.ndarray, basis: np.ndarray) -> np.ndarray:
-    """Relative-residual RSS of the best ``c0 + c1 basis_k`` for each row ``basis_k``: (K, n) -> (K,)."""
-    weight = 1.0 / np.abs(values)  # relative residuals: every layer counts, whatever its scale
-    target = values * weight  # (n,)
-    design = np.stack([np.broadcast_to(weight, basis.shape), basis * weight], -1)  # (K, n, 2)
-    # every row's least squares at once, as np.linalg.lstsq solves one: by the SVD, dropping singular
-    # values below its default cutoff (machine epsilon x max(n, 2) x the largest)
-    left, singular, _ = np.linalg.svd(design, full_matrices=False)  # (K, n, 2), (K, 2)
-    kept = singular > np.finfo(float).eps * max(values.size, 2) * singular[:, :1]  # (K, 2)
-    along = np.einsum("knj,n->kj", left, target) * kept  # (K, 2): the target's coordinates in the design's span
-    residual = target - np.einsum("knj,kj->kn", left, along)  # (K, n)
-    return (residual ** 2).sum(-1)  # (K,)
+class _ProfileRSS:
+    """Relative-residual RSS of the best ``c0 + c1 b`` for each basis row ``b`` of ``values``' layers: (K, n) -> (K,).
+
+    Every row's least squares at once, as ``np.linalg.lstsq`` solves one, without a factorisation per row: the
+    columns ``w`` (the weights ``1/|values|``) and ``b w`` are made orthonormal (Gram-Schmidt), the second
+    dropped where the design's smaller singular value is below lstsq's default cutoff (machine epsilon x
+    max(n, 2) x the larger; both from the 2 x 2 Gram matrix). What depends on ``values`` alone is made once:
+    the profile is called about 40 times per fit.
+    """
+
+    def __init__(self, values: np.ndarray):
+        weight = 1.0 / np.abs(values)  # (n,) relative residuals: every layer counts, whatever its scale
+        target = values * weight  # (n,)
+        self.weight, self.weight2 = weight, float(weight @ weight)
+        self.first = weight / math.sqrt(self.weight2)  # (n,)
+        self.rest = target - (self.first @ target) * self.first  # (n,) the target's part orthogonal to the offset
+        self.cutoff = np.finfo(float).eps * max(values.size, 2)
+
+    def __call__(self, basis: np.ndarray) -> np.ndarray:
+        column = basis * self.weight  # (K, n)
+        along_first = column @ self.first  # (K,)
+        other = column - along_first[:, None] * self.first  # (K, n) orthogonal to the first column
+        other2, column2 = np.einsum("kn,kn->k", other, other), np.einsum("kn,kn->k", column, column)  # (K,) each
+        half_sum, half_diff = (self.weight2 + column2) / 2, (self.weight2 - column2) / 2
+        larger2 = half_sum + np.sqrt(half_diff**2 + self.weight2 * along_first**2)  # (K,) sigma_1^2 (w.bw = a_f |w|)
+        kept = np.sqrt(self.weight2 * other2) > self.cutoff * larger2  # (K,) sigma_2 > cutoff sigma_1
+        coefficient = np.where(kept, (other @ self.rest) / np.where(kept, other2, 1.0), 0.0)  # (K,)
+        residual = self.rest - coefficient[:, None] * other  # (K, n)
+        return np.einsum("kn,kn->k", residual, residual)
 
 
 def fit_growth(layers, values, model: GrowthClass = GrowthClass.POLYNOMIAL, confidence: float = 0.95) -> GrowthFit:
@@ -214,8 +231,9 @@ def fit_growth(layers, values, model: GrowthClass = GrowthClass.POLYNOMIAL, conf
             return (layers[None, :] / span) ** params[:, None]
         return np.exp(params[:, None] * (layers[None, :] - span))
 
-    rss = _profile_rss(layers, values, basis(grid))  # (K,)
-    profile = lambda t: _profile_rss(layers, values, basis(np.array([math.exp(t)])))[0]  # noqa: E731
+    profile_rss = _ProfileRSS(values)
+    rss = profile_rss(basis(grid))  # (K,)
+    profile = lambda t: profile_rss(basis(np.array([math.exp(t)])))[0]  # noqa: E731
     best = int(np.argmin(rss))
     low, high = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
     refined = optimize.minimize_scalar(profile, bounds=(math.log(low), math.log(high)), method="bounded",
