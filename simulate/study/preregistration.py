@@ -7,27 +7,31 @@ laws across depth and width of a width study (:mod:`simulate.study.across_width`
 ``DIR/prediction-dD.csv`` and ``.md``. Either holds every prediction with
 its interval, and what made it (:data:`PROVENANCE_COLUMNS`: the commit and the code digest of the
 modules that fitted the laws, the digest of the values they were fitted on, when). Committed alone,
-before any model of the predicted depths starts, it is a pre-registration (docs/studies.md#pre-registered-predictions).
+before any model of the predicted depths (widths) starts, it is a pre-registration
+(docs/studies.md#pre-registered-predictions).
 
 Whenever the reports of a study are written into a folder holding such a file
-(:func:`write_judgements`), each is judged against the models found there, reading the file *as first
-committed* (``git show``), never refitting:
+(:func:`write_judgements`), each is judged against the models found there (a depth prediction against the depth
+study, a width prediction against the width study), reading the file *as first committed* (``git show``), never
+refitting:
 
-- the file's first commit must precede the start of every model at a predicted depth (each point
+- the file's first commit must precede the start of every model at a predicted depth (width) (each point
   records ``started_at``, kept across resumes; an older record without it is taken to start at
   ``finished_at - wall_s``), else the judgement says so and judges nothing;
 - each row is judged on the model it names (``judged_on``: the tuning seed's model, or the mean
-  of every seed's), on its line (the fixed rate written in the file, or the cell's chosen rate):
+  of every seed's), on its line (the fixed rate written in the file, or the cell's chosen rate), at its depth
+  (and, along width, its predicted width):
   :class:`BlindTest` ``passes`` when the measured value lies inside the interval, ``fails`` when
   not, ``pending`` while a model is missing, ``not testable`` where its models will never be
-  trained (the fixed line at a depth whose cell chose another rate: only the tuning seed, at the
+  trained (the fixed line in a cell that chose another rate: only the tuning seed, at the
   full length, trains the fixed rate there).
 
 Each row is a prediction interval at the study's confidence (95 % by default) of its own. A row
 that could not have failed is marked so (``passes, uninformative``; ``informative`` False): its
-interval also holds the value measured at the nearest fitted depth on the same line, length, scheme
-and seeds ("no change from the deepest fitted cell") or the rival law's prediction of the same row,
-so its pass tells no law from no change or from the other law. The count of failures is set
+interval also holds the value measured at the nearest fitted depth (width) on the same line, length, scheme
+and seeds ("no change from the deepest (widest) fitted cell") or a rival law's prediction of the same row (a
+depth law has one rival, a width law two: the additive law, the interaction and the law without a width term),
+so its pass tells no law from no change or from another law. The count of failures is set
 against a simulated reference that knows rows share models (:func:`chance_failures`): rows judged
 on the same seed's model (every law and line) share one draw, a mean of seeds shares each seed's.
 """
@@ -58,13 +62,24 @@ from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import BlindTest
 
-__all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "Commit", "Judged", "prediction_name", "write_prediction",
+__all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "Commit", "Judged", "prediction_axis", "prediction_name",
+           "write_prediction",
            "first_commit", "model_start", "judge_prediction", "chance_failures", "judged_markdown", "write_judgements",
            "judged_summary"]
 
 PREFIX = "prediction-L"  # a depth study's predictions at other depths (judged here)
 WIDTH_PREFIX = "prediction-d"  # a width study's predictions at another width
 PROVENANCE_COLUMNS = ("commit", "code", "data", "made_at")
+
+
+def prediction_axis(name: str) -> str:
+    """The axis a prediction file predicts along, from its name: ``depth`` (``prediction-L64``) or ``width``
+    (``prediction-d128``).
+
+    >>> prediction_axis("prediction-L64.csv"), prediction_axis("prediction-d128-judged")
+    ('depth', 'width')
+    """
+    return "width" if Path(name).name.startswith(WIDTH_PREFIX) else "depth"
 
 
 def prediction_name(targets, axis: str = "depth") -> str:
@@ -242,9 +257,11 @@ class Judged:
 
 
 def _line_models(models, chosen: set, row) -> list:
-    """The finished models of a row's line at its depth and length: at the rates the file wrote (fixed), or at
-    their cell's chosen rate."""
-    here = [m for m in models if m.status == "ok" and m.value("depth") == row.depth and m.value("steps") == row.steps]
+    """The finished models of a row's line at its depth (and width, for a width prediction's row) and length: at the
+    rates the file wrote (fixed), or at their cell's chosen rate."""
+    width = getattr(row, "width", None)
+    here = [m for m in models if m.status == "ok" and m.value("depth") == row.depth and m.value("steps") == row.steps
+            and (width is None or m.value("width") == width)]
     if row.line != "fixed":
         return [m for m in here if m.point.key in chosen]
     rates = dict(zip(row.scheme.split("-"), (row.lr, row.lr_second)))
@@ -267,21 +284,23 @@ def _measured(row, models, chosen: set, every_seed: bool = False) -> tuple[float
 _ROW_KEYS = ["statistic", "scheme", "law", "line", "steps", "depth", "models", "judged_on"]
 
 
-def _refit(written: pd.DataFrame, study, out) -> dict:
-    """Each committed row beside the same law refitted now on the models at its fitted depths (``refit``,
-    ``refit_difference``: refit minus committed, NaN where the row cannot be refitted) and whether those models'
-    values are still the ones the file was fitted on (``refit_data``: its digest equals the file's ``data``). The
-    judgement never uses the refit: it says how far the shipped models have moved since the commit (models
-    retrained with new code after it), so a reader can tell a law's miss from a change of its data."""
-    fitted = sorted({int(d) for text in written["fitted_depths"].astype(str) for d in text.split()})
-    keep = lambda points: tuple(p for p in points if p.setting.depth in fitted)  # noqa: E731
+def _refit(written: pd.DataFrame, study, out, axis: str) -> dict:
+    """Each committed row beside the same law refitted now on the models at its fitted depths (widths, along
+    ``axis="width"``) (``refit``, ``refit_difference``: refit minus committed, NaN where the row cannot be refitted)
+    and whether those models' values are still the ones the file was fitted on (``refit_data``: its digest equals
+    the file's ``data``). The judgement never uses the refit: it says how far the shipped models have moved since the
+    commit (models retrained with new code after it), so a reader can tell a law's miss from a change of its data."""
+    fitted = sorted({int(d) for text in written[f"fitted_{axis}s"].astype(str) for d in text.split()})
+    keep = lambda points: tuple(p for p in points if getattr(p.setting, axis) in fitted)  # noqa: E731
     candidates = study.candidates or study.sweep
     at_fitted = dataclasses.replace(study, sweep=dataclasses.replace(study.sweep, points=keep(study.sweep.points)),
                                     candidates=dataclasses.replace(candidates, points=keep(candidates.points)))
-    refit, values = prediction_table(at_fitted, out, sorted(set(written["depth"])))
-    merged = written[_ROW_KEYS].merge(refit[[*_ROW_KEYS, "estimate"]].rename(columns={"estimate": "refit"}),
-                                      on=_ROW_KEYS, how="left")  # (rows,) in the file's order
-    same = _data_digest(values) if len(values) else ""
+    table = prediction_table if axis == "depth" else width_prediction_table
+    refit, values = table(at_fitted, out, sorted(set(written[axis])))
+    keys = _ROW_KEYS + (["width"] if axis == "width" else [])
+    merged = written[keys].merge(refit[[*keys, "estimate"]].rename(columns={"estimate": "refit"}),
+                                 on=keys, how="left")  # (rows,) in the file's order
+    same = _data_digest(values, axis) if len(values) else ""
     return {"refit": merged["refit"].to_numpy(), "refit_difference": (merged["refit"] - written["estimate"]).to_numpy(),
             "refit_data": [same == str(digest) for digest in written["data"]]}
 
@@ -293,43 +312,47 @@ def _judged_models(row, models, chosen: set) -> list:
     return here if seed is None else [m for m in here if m.seed == seed]
 
 
-def _alternatives(written: pd.DataFrame, row, models, chosen: set) -> tuple[float, float]:
-    """What a row must tell its law from: the value measured at the nearest fitted depth on the same line, length,
-    scheme and seeds ("no change from the fitted cells"), and the rival law's prediction of the same row (NaN where
-    there is none)."""
-    fitted = [int(d) for d in str(row.fitted_depths).split()]
-    nearest = min(fitted, key=lambda d: abs(math.log(d / row.depth)))
-    value, _ = _measured(row._replace(depth=nearest), models, chosen, every_seed=True)
+def _alternatives(written: pd.DataFrame, row, models, chosen: set, axis: str) -> tuple[float, float]:
+    """What a row must tell its law from: the value measured at the nearest fitted depth (width, along
+    ``axis="width"``) on the same line, length, scheme and seeds ("no change from the fitted cells"), and the rival
+    laws' prediction of the same row nearest its own (NaN where there is none): the interval is centred on the row's
+    estimate, so it holds a rival's prediction exactly when it holds that one."""
+    fitted = [int(d) for d in str(getattr(row, f"fitted_{axis}s")).split()]
+    target = getattr(row, axis)
+    nearest = min(fitted, key=lambda d: abs(math.log(d / target)))
+    value, _ = _measured(row._replace(**{axis: nearest}), models, chosen, every_seed=True)
     same = ((written["statistic"] == row.statistic) & (written["scheme"] == row.scheme) & (written["law"] != row.law)
             & (written["line"] == row.line) & (written["steps"] == row.steps) & (written["depth"] == row.depth)
-            & (written["judged_on"] == row.judged_on))
-    rival = float(written.loc[same, "estimate"].iloc[0]) if same.any() else math.nan
+            & (written["judged_on"] == row.judged_on) & (written[axis] == target))
+    rivals = written.loc[same, "estimate"].to_numpy(float)  # (other laws,)
+    rival = float(rivals[np.argmin(np.abs(rivals - row.estimate))]) if len(rivals) else math.nan
     return value, rival
 
 
 def judge_prediction(path, study, out) -> Judged:
     """The file at ``path`` judged against the resolved ``study``'s models in ``out`` (module docstring)."""
     path = Path(path)
+    axis = prediction_axis(path.name)
     commit = first_commit(path)
     written = pd.read_csv(path)
     if commit is not None:
         written = pd.read_csv(StringIO(commit.text))
     every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
-    depths = set(written["depth"])
-    starts = [model_start(m.record) for m in every if m.status != "pending" and m.value("depth") in depths]
+    predicted = set(written[axis])
+    starts = [model_start(m.record) for m in every if m.status != "pending" and m.value(axis) in predicted]
     first = min(starts) if starts else None
     problem = ""
     if commit is None:
         problem = f"{path.name} is not committed: a prediction is judged only as first committed, before its models"
     elif first is not None and first <= commit.time:
-        problem = (f"a model at a predicted depth started at {first.isoformat()}, before the file's first commit "
+        problem = (f"a model at a predicted {axis} started at {first.isoformat()}, before the file's first commit "
                    f"{commit.sha[:12]} at {commit.time.isoformat()}: it is no pre-registration")
     if problem:
         return Judged(path.stem, written.assign(measured=math.nan, n=0, blind_test=""), commit, first, problem)
     chosen = {p.key for p in study.sweep.points}
-    written = written.assign(**_refit(written, study, out))
+    written = written.assign(**_refit(written, study, out, axis))
     measured = [_measured(row, every, chosen) for row in written.itertuples()]
-    alternatives = [_alternatives(written, row, every, chosen) for row in written.itertuples()]
+    alternatives = [_alternatives(written, row, every, chosen, axis) for row in written.itertuples()]
     informative = [not any(row.low <= v <= row.high for v in pair) for row, pair in zip(written.itertuples(),
                                                                                         alternatives)]
     verdicts = [str(BlindTest.NOT_TESTABLE if _never_trained(row, study) else _blind_test(row, value, n, useful))
@@ -343,14 +366,17 @@ def judge_prediction(path, study, out) -> Judged:
 
 
 def _never_trained(row, study) -> bool:
-    """Whether a fixed-line row waits for models no one will train: a cell at its depth chose another rate than
-    the row's, so only the tuning seed at the full length trains the fixed rate there."""
+    """Whether a fixed-line row waits for models no one will train: a cell at its depth (and width, for a width
+    prediction's row) chose another rate than the row's, so only the tuning seed at the full length trains the
+    fixed rate there."""
     full = study.stability[1] if study.stability else row.steps
     on_tuning_seed = JudgedOn.parse(row.judged_on).seed in study.tune_seeds and row.steps == full
     if row.line != "fixed" or on_tuning_seed:
         return False
     rates = dict(zip(row.scheme.split("-"), (row.lr, row.lr_second)))
-    chosen = {(p.setting.scheme, p.setting.lr) for p in study.sweep.points if p.setting.depth == row.depth}
+    width = getattr(row, "width", None)
+    chosen = {(p.setting.scheme, p.setting.lr) for p in study.sweep.points
+              if p.setting.depth == row.depth and (width is None or p.setting.width == width)}
     return any({lr for s, lr in chosen if s == scheme} - {rate} for scheme, rate in rates.items())
 
 
@@ -380,7 +406,8 @@ def chance_failures(rows: pd.DataFrame, draws: int = 20000, seed: int = 0) -> tu
     if judged.empty:
         return math.nan, math.nan, 0
     rng = np.random.default_rng(seed)
-    units = judged[["depth", "steps", "statistic", "scheme"]].astype(str).agg("|".join, axis=1)  # (rows,) one draw each
+    model_columns = [c for c in ("width", "depth", "steps", "statistic", "scheme") if c in judged.columns]
+    units = judged[model_columns].astype(str).agg("|".join, axis=1)  # (rows,) one draw per model and statistic
     judged_on = [JudgedOn.parse(text) for text in judged["judged_on"]]  # (rows,)
     means = max((on.models for on in judged_on if on.seed is None), default=0)
     seeds = sorted({on.seed for on in judged_on if on.seed is not None} | set(range(max(3, means))))
@@ -399,52 +426,73 @@ def chance_failures(rows: pd.DataFrame, draws: int = 20000, seed: int = 0) -> tu
 
 
 def judged_markdown(judged: Judged) -> str:
-    """``prediction-L<depth>-judged.md``: the commit it was read from, the timing check, the count of rows that
-    pass and fail per law, and every row."""
+    """``prediction-L<depth>-judged.md`` (``prediction-d<width>-judged.md``): the commit it was read from, the timing
+    check, the count of rows that pass and fail per law, and every row."""
+    axis = prediction_axis(judged.name)
     lines = [f"# `{judged.name}` judged", ""]
     if judged.commit is not None:
         lines.append(f"- Read as first committed: {judged.commit.sha[:12]} at {judged.commit.time.isoformat()}")
     if judged.first_start is not None:
-        lines.append(f"- The first model at a predicted depth started at {judged.first_start.isoformat()}")
+        lines.append(f"- The first model at a predicted {axis} started at {judged.first_start.isoformat()}")
     if judged.problem:
         return "\n".join([*lines, "", f"**Not judged: {judged.problem}.**", ""])
     rows = judged.rows
-    counts = _counts(rows)
+    counts = _counts(rows, _count_keys(axis))
     moved = rows["refit_difference"].abs()
-    lines += ["", *[f"- {_chance_words(rows[rows['depth'] == depth], depth)}" for depth in sorted(set(rows["depth"]))],
-              f"- The models at the fitted depths {'are' if rows['refit_data'].all() else 'are no longer'} the ones "
+    lines += ["", *[f"- {_chance_words(rows[rows[axis] == value], _target_label(axis, value))}"
+                    for value in sorted(set(rows[axis]))],
+              f"- The models at the fitted {axis}s {'are' if rows['refit_data'].all() else 'are no longer'} the ones "
               "the file was fitted on" + ("" if rows["refit_data"].all() else
                                       f" (models retrained after the commit): refitted now, the laws' predictions move "
                                       f"by up to {moved.max():.3g} (median {moved.median():.3g}; `refit`, "
                                       "`refit_difference`); the judgement reads the committed file, never the refit"),
-              "- A row that passes but whose interval also holds the value at the nearest fitted depth "
-              "(`nearest_fitted`: no change from the fitted cells) or the rival law's prediction (`rival`) could not have failed: "
+              f"- A row that passes but whose interval also holds the value at the nearest fitted {axis} "
+              f"(`nearest_fitted`: no change from the fitted cells) or {_RIVAL[axis][0]} (`rival`{_RIVAL[axis][1]}) "
+              "could not have failed: "
               "`passes, uninformative`, counted apart.",
               "", "## Per law", "", markdown_table(counts), "", "## Every row", "",
               markdown_table(rows.assign(
                   prediction=[f"{r.estimate:.3g} [{r.low:.3g}, {r.high:.3g}]" for r in rows.itertuples()])[
-                  ["statistic", "scheme", "law", "line", "steps", "depth", "judged_on", "prediction", "measured", "n",
-                   "nearest_fitted", "rival", "refit_difference", "blind_test", "note"]]), ""]
+                  ["statistic", "scheme", "law", "line", "steps", *(["width"] if axis == "width" else []), "depth",
+                   "judged_on", "prediction", "measured", "n", "nearest_fitted", "rival", "refit_difference",
+                   "blind_test", "note"]]), ""]
     return "\n".join(lines)
 
 
+_RIVAL = {"depth": ("the rival law's prediction", ""),  # one at most: "power" and "exponential in L"
+          "width": ("a rival law's prediction", ", the one nearest the row's")}  # two: the other WIDTH_LAWS
+
+
+def _target_label(axis: str, value) -> str:
+    """``L = 64`` or ``d = 128``: a predicted depth or width in the pages' words."""
+    return f"{'L' if axis == 'depth' else 'd'} = {value}"
+
+
+def _count_keys(axis: str) -> tuple[str, ...]:
+    """The groups a judged file's rows are counted by: per predicted value, and for a width prediction per trained
+    depth too (each its own models)."""
+    return (*(("width",) if axis == "width" else ()), "depth", "statistic", "scheme", "law", "line", "steps")
+
+
 def write_judgements(studies, out) -> list[Judged]:
-    """Judge every ``prediction-L*.csv`` in ``out`` (not the judged files) against the resolved depth study among
-    ``studies``, writing ``prediction-L<depth>-judged.csv`` and ``.md`` beside it; the judgements."""
-    study = next((s for s in studies if "depth" in s.axes), None)
+    """Judge every ``prediction-L*.csv`` in ``out`` against the resolved depth study among ``studies`` and every
+    ``prediction-d*.csv`` against the width study (not the judged files), writing ``<name>-judged.csv`` and ``.md``
+    beside it; the judgements."""
     out = Path(out)
     judged = []
-    for path in sorted(out.glob(f"{PREFIX}*.csv")):
-        if path.stem.endswith("-judged") or study is None:
-            continue
-        result = judge_prediction(path, study, out)
-        atomic_write(out / f"{path.stem}-judged.csv", lambda tmp, rows=result.rows: rows.to_csv(tmp, index=False))
-        write_text_atomic(out / f"{path.stem}-judged.md", judged_markdown(result))
-        judged.append(result)
+    for axis, prefix in (("depth", PREFIX), ("width", WIDTH_PREFIX)):
+        study = next((s for s in studies if axis in s.axes and (axis == "width" or "width" not in s.axes)), None)
+        for path in sorted(out.glob(f"{prefix}*.csv")):
+            if path.stem.endswith("-judged") or study is None:
+                continue
+            result = judge_prediction(path, study, out)
+            atomic_write(out / f"{path.stem}-judged.csv", lambda tmp, rows=result.rows: rows.to_csv(tmp, index=False))
+            write_text_atomic(out / f"{path.stem}-judged.md", judged_markdown(result))
+            judged.append(result)
     return judged
 
 
-def _counts(rows: pd.DataFrame, by=("depth", "statistic", "scheme", "law", "line", "steps")) -> pd.DataFrame:
+def _counts(rows: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame:
     """Passes, failures and pending rows per group of ``by`` (and the rows not testable, where there are any)."""
     tested = (BlindTest.PASSES, BlindTest.PASSES_UNINFORMATIVE, BlindTest.FAILS, BlindTest.PENDING,
               BlindTest.NOT_TESTABLE)
@@ -460,14 +508,14 @@ def _counts(rows: pd.DataFrame, by=("depth", "statistic", "scheme", "law", "line
         columns={"blind_test": "rows"})
 
 
-def _counts_per_line(rows: pd.DataFrame) -> pd.DataFrame:
-    """:func:`_counts` per depth, statistic, scheme and law, one column per line (``fixed line``, ``tuned
-    line``): the two lines are separate tests, and where a cell chose the fixed rate they judge the same
-    models, so one sum over both would count one failure twice."""
-    keys = ["depth", "statistic", "scheme", "law"]
-    counts = _counts(rows.sort_values("depth", kind="stable"), (*keys, "line"))  # (groups x lines, keys + line + rows)
+def _counts_per_line(rows: pd.DataFrame, axis: str) -> pd.DataFrame:
+    """:func:`_counts` per predicted value, statistic, scheme and law (and trained depth, along width), one column per
+    line (``fixed line``, ``tuned line``): the two lines are separate tests, and where a cell chose the fixed rate they
+    judge the same models, so one sum over both would count one failure twice."""
+    keys = [key for key in _count_keys(axis) if key not in ("line", "steps")]
+    counts = _counts(rows.sort_values(axis, kind="stable"), (*keys, "line"))  # (groups x lines, keys + line + rows)
     wide = counts.pivot_table(index=keys, columns="line", values="rows", aggfunc="first",
-                              sort=False).fillna("")  # (groups, lines), first-seen order within a depth
+                              sort=False).fillna("")  # (groups, lines), first-seen order within a predicted value
     return wide.rename(columns=lambda line: f"{line} line").reset_index().rename_axis(columns=None)
 
 
@@ -476,25 +524,28 @@ _LINES = (" The fixed line predicts at each scheme's fixed rate (the one most of
           "the same models.")
 
 
-def _chance_words(rows: pd.DataFrame, depth) -> str:
-    """The failures of the rows at one predicted depth against :func:`chance_failures`, and the informative passes."""
+def _chance_words(rows: pd.DataFrame, target: str) -> str:
+    """The failures of the rows at one predicted depth or width (``target``: ``L = 64``, ``d = 128``) against
+    :func:`chance_failures`, and the informative passes."""
     expected, high, observed = chance_failures(rows)
     passes = {word: int((rows["blind_test"] == str(word)).sum()) for word in (BlindTest.PASSES,
                                                                             BlindTest.PASSES_UNINFORMATIVE)}
     verdict = ("more than chance explains" if observed > high else "within what chance explains")
-    return (f"L = {depth}: {observed} rows fail, {passes[BlindTest.PASSES]} pass informatively, "
+    return (f"{target}: {observed} rows fail, {passes[BlindTest.PASSES]} pass informatively, "
             f"{passes[BlindTest.PASSES_UNINFORMATIVE]} pass uninformatively; if every law were right, {expected:.1f} "
             f"would fail by chance on average and at most {high:.0f} in 95 % of simulated judgements (rows on one "
             f"model share its draw: simulate.study.preregistration.chance_failures): {verdict}")
 
 
 def judged_summary(folder) -> list[str]:
-    """README lines: each judged pre-registration in ``folder`` (``prediction-L*-judged.csv``) with its rows'
-    passes and failures per law; empty without one."""
+    """README lines: each judged pre-registration in ``folder`` (``prediction-L*-judged.csv``, then
+    ``prediction-d*-judged.csv``) with its rows' passes and failures per law; empty without one."""
     lines = []
-    for path in sorted(Path(folder).glob(f"{PREFIX}*-judged.csv")):
+    for path in [*sorted(Path(folder).glob(f"{PREFIX}*-judged.csv")),
+                 *sorted(Path(folder).glob(f"{WIDTH_PREFIX}*-judged.csv"))]:
         rows = pd.read_csv(path, keep_default_na=False, na_values=[""])
         name = path.stem.removesuffix("-judged")
+        axis = prediction_axis(name)
         confidence = float(rows["confidence"].iloc[0])
         if not rows["blind_test"].notna().any():
             lines += [f"## Pre-registered prediction `{name}`", "", f"Not judged: see `{path.stem}.md`.", ""]
@@ -502,10 +553,11 @@ def judged_summary(folder) -> list[str]:
         lines += [f"## Pre-registered prediction `{name}` against the models trained after it", "",
                   f"Each row a {level_label(confidence)} prediction interval committed before the models started "
                   f"(`{name}.md`); judged without refitting (`{path.stem}.md`, per line and length). A pass is "
-                  "`uninformative` where the interval also held the value at the nearest fitted depth or the rival "
-                  "law's prediction: such a row could not have failed." + (_LINES if "fixed" in set(rows["line"])
+                  f"`uninformative` where the interval also held the value at the nearest fitted {axis} or "
+                  f"{_RIVAL[axis][0]}: such a row could not have failed." + (_LINES if "fixed" in set(rows["line"])
                                                                           else ""), "",
-                  *[f"- {_chance_words(rows[rows['depth'] == depth], depth)}." for depth in sorted(set(rows["depth"]))],
+                  *[f"- {_chance_words(rows[rows[axis] == value], _target_label(axis, value))}."
+                    for value in sorted(set(rows[axis]))],
                   "",
-                  markdown_table(_counts_per_line(rows)), ""]
+                  markdown_table(_counts_per_line(rows, axis)), ""]
     return lines

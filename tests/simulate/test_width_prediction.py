@@ -1,5 +1,6 @@
 """A width study's prediction at a width no model trained (simulate.study.across_width, ``--predict width=D``):
-bad input refused in one line with nothing written, and the file checked against a least-squares fit made here.
+bad input refused in one line with nothing written, the file checked against a least-squares fit made here, and
+its judgement as first committed (simulate.study.preregistration) at a width left out of the fit.
 
 The study is the shipped atlas's models at lr 3e-3 and 4000 steps, Pre-LN and LNS at d = 16, 32, 64 and L = 8, 16,
 32, seeds 0 and 1 (an untuned spec of them, read from results/atlas; the d = 64 ones are the depth study's): seed 0
@@ -11,18 +12,25 @@ from __future__ import annotations
 
 import math
 import shutil
+import subprocess
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from simulate.study import across_width
 from simulate.study.across_depth import PredictionError
 from simulate.study.across_width import width_prediction_table
 from simulate.study.atlas import ATLAS_DIR
 from simulate.study.cli import main as study_main
-from simulate.study.preregistration import PROVENANCE_COLUMNS
+from simulate.study.point_table import last_step_layers
+from simulate.study.preregistration import (PROVENANCE_COLUMNS, judge_prediction, judged_summary, write_judgements,
+                                            write_prediction)
 from simulate.study.spec import load_study
+from simulate.sweep.store import encode_point, read_point, write_point
+from theory.verdicts import BlindTest
 
 SPEC = """
 name = "width"
@@ -123,3 +131,80 @@ def test_the_width_prediction_is_the_least_squares_law_with_its_null_beside_it(t
         slope, intercept = np.polyfit(np.log(means["depth"].to_numpy(float)), means["value"].to_numpy(float), 1)
         for row in null.itertuples():
             assert row.estimate == pytest.approx(intercept + slope * math.log(row.depth), rel=1e-9, abs=1e-12)
+
+
+@pytest.fixture(scope="module")
+def predicted_16(tmp_path_factory):
+    """A width prediction at d = 16 fitted on d = 32 and 64 alone, committed in a fresh repository before the d = 16
+    models join the study directory (as shipped: they started before the commit). The atlas ships three widths, so
+    the test fits two (``MIN_LAW_WIDTHS`` lowered to 2 for it) to leave one to judge."""
+    base = tmp_path_factory.mktemp("width-judged")
+    (base / "fitted").mkdir()
+    (base / "all").mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(across_width, "MIN_LAW_WIDTHS", 2)
+        spec, study, out = _study(base / "fitted", [32, 64])
+        path = write_prediction(study, out, [16], "test", axis="width")
+    subprocess.run(["git", "init", "-q", str(out)], check=True)
+    subprocess.run(["git", "-C", str(out), "add", path.name], check=True)
+    subprocess.run(["git", "-C", str(out), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "prediction"],
+                   check=True)
+    _, study3, _ = _study(base / "all", [16, 32, 64])
+    for point in study3.sweep.points:  # the new width's models join the study directory
+        if point.setting.width == 16 and (ATLAS_DIR / "points" / f"{point.key}.parquet").is_file():
+            shutil.copy(ATLAS_DIR / "points" / f"{point.key}.parquet", out / "points")
+    return study3, out, path
+
+
+def test_width_models_that_started_before_the_commit_make_no_pre_registration(predicted_16):
+    study3, out, path = predicted_16
+    judged = judge_prediction(path, study3, out)
+    assert "a model at a predicted width started" in judged.problem and "before the file's first commit" in \
+        judged.problem, judged.problem
+    assert judged.rows["blind_test"].eq("").all()
+
+
+def test_a_width_prediction_is_judged_on_the_committed_file_at_its_width(predicted_16, monkeypatch):
+    """Each row on the d = 16 model of its depth and seed; uninformative exactly where its interval holds the widest
+    fitted cell's value or the nearest of the two rival laws' predictions; refitted, the committed numbers again."""
+    study3, out, path = predicted_16
+    monkeypatch.setattr(across_width, "MIN_LAW_WIDTHS", 2)
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    for point in (p for p in study3.sweep.points if p.setting.width == 16):
+        if (out / "points" / f"{point.key}.parquet").is_file():
+            record, table = read_point(out, point.key)
+            record["started_at"] = later.strftime("%Y-%m-%dT%H:%M:%S%z")
+            write_point(out, point.key, encode_point(record, table))
+    (judged,) = write_judgements([study3], out)  # the width study judges prediction-d*, the depth study none here
+    assert not judged.problem, judged.problem
+    assert (out / "prediction-d16-judged.md").is_file() and judged.name == path.stem
+    rows = judged.rows
+    assert set(rows["width"]) == {16} and set(rows["depth"]) == {8, 16, 32}
+    judged_rows = rows[rows["blind_test"] != str(BlindTest.PENDING)]
+    assert len(judged_rows) and set(judged_rows["blind_test"]) <= {
+        str(BlindTest.PASSES), str(BlindTest.PASSES_UNINFORMATIVE), str(BlindTest.FAILS)}
+    for _, row in judged_rows.iterrows():
+        others = rows[(rows["statistic"] == row["statistic"]) & (rows["scheme"] == row["scheme"])
+                      & (rows["line"] == row["line"]) & (rows["steps"] == row["steps"])
+                      & (rows["depth"] == row["depth"]) & (rows["judged_on"] == row["judged_on"])
+                      & (rows["law"] != row["law"])]["estimate"].to_numpy(float)  # (2,): the rival laws
+        assert len(others) == 2 and row["rival"] == others[np.argmin(np.abs(others - row["estimate"]))], row.to_dict()
+        if row["blind_test"] != str(BlindTest.FAILS):
+            could_not_fail = any(row["low"] <= v <= row["high"] for v in (row["nearest_fitted"], *others))
+            assert (row["blind_test"] == str(BlindTest.PASSES_UNINFORMATIVE)) == could_not_fail, row.to_dict()
+    assert rows["refit_data"].all() and rows["refit"].notna().all(), rows[["refit", "refit_data"]]
+    np.testing.assert_allclose(rows["refit"], rows["estimate"], rtol=1e-9, atol=1e-12)
+    one = rows[(rows["statistic"] == "var_last") & (rows["scheme"] == "pre") & (rows["law"] == "additive")
+               & (rows["models"] == 1) & (rows["depth"] == 8)].iloc[0]
+    seed0 = next(p.key for p in study3.sweep.points if p.setting.width == 16 and p.setting.depth == 8
+                 and p.setting.scheme == "pre" and p.seed == 0)
+    expected = math.log(last_step_layers(read_point(out, seed0)[1])["var"].iloc[-1])  # log var_L of seed 0
+    assert one["n"] == 1 and one["measured"] == pytest.approx(expected, rel=1e-12), one.to_dict()
+    nearest = [p.key for p in study3.sweep.points if p.setting.width == 32 and p.setting.depth == 8
+               and p.setting.scheme == "pre" and (out / "points" / f"{p.key}.parquet").is_file()]  # d = 32: every seed
+    no_change = np.mean([math.log(last_step_layers(read_point(out, key)[1])["var"].iloc[-1]) for key in nearest])
+    assert one["nearest_fitted"] == pytest.approx(no_change, rel=1e-12), (one.to_dict(), nearest)
+    summary = "\n".join(judged_summary(out))
+    assert "## Pre-registered prediction `prediction-d16` against the models trained after it" in summary, summary
+    assert "- d = 16: " in summary and "nearest fitted width" in summary, summary
+    assert "| width | depth | statistic | scheme | law |" in summary, summary
