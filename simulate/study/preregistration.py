@@ -62,7 +62,7 @@ from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import BlindTest
 
-__all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "Commit", "Judged", "prediction_axis", "prediction_name",
+__all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "FITTED_SUFFIX", "REFIT_RTOL", "values_moved", "Commit", "Judged", "prediction_axis", "prediction_name",
            "write_prediction",
            "first_commit", "model_start", "judge_prediction", "chance_failures", "judged_markdown", "write_judgements",
            "judged_summary"]
@@ -109,20 +109,46 @@ def _head(folder: Path) -> str:
     return head.strip() + (" (with uncommitted changes to the code)" if dirty else "")
 
 
-def _data_digest(fitted: pd.DataFrame, axis: str = "depth") -> str:
-    """sha256 (16 hex digits) of the fitted values as CSV, rows sorted (the values' repr: every bit); a width
-    prediction's rows also by width."""
+FITTED_SUFFIX = "-fitted"  # prediction-d128-fitted.csv: the values its laws were fitted on, committed with it
+REFIT_RTOL = 1e-6  # fitted values this close (relative) are the same models' values (test_atlas.REPORT_RTOL's meaning)
+
+
+def _fitted_rows(fitted: pd.DataFrame, axis: str = "depth") -> pd.DataFrame:
+    """The fitted values a prediction rests on, one row per model, statistic, line and length, sorted; a width
+    prediction's also by width."""
     columns = ["statistic", "scheme", "line", "steps", "depth", *(["width"] if axis == "width" else []), "seed",
                "points", "value"]
-    rows = fitted[columns].sort_values(columns[:-2]).astype({"value": float})
-    text = rows.to_csv(index=False, float_format="%r")
+    return fitted[columns].sort_values(columns[:-2]).astype({"value": float}).reset_index(drop=True)
+
+
+def _data_digest(fitted: pd.DataFrame, axis: str = "depth") -> str:
+    """sha256 (16 hex digits) of the fitted values as CSV, rows sorted (17 significant digits: every bit, the same text
+    whatever numpy's repr of a float)."""
+    text = _fitted_rows(fitted, axis).to_csv(index=False, float_format="%.17g")
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def values_moved(committed: pd.DataFrame, now: pd.DataFrame) -> float:
+    """The largest relative change of a fitted value between the committed table and the one read now (both
+    :func:`_fitted_rows`); ``inf`` where a row is in one and not the other.
+
+    >>> then = pd.DataFrame({"points": ["a", "b"], "statistic": ["v", "v"], "value": [1.0, 2.0]})
+    >>> values_moved(then, then.assign(value=[1.0, 2.0 + 2e-12])), values_moved(then, then.iloc[:1])
+    (1e-12, inf)
+    """
+    keys = [column for column in committed.columns if column != "value"]
+    both = committed.astype({key: str for key in keys}).merge(now.astype({key: str for key in keys}), on=keys,
+                                                              how="outer", suffixes=("_then", "_now"))  # (rows,)
+    if both[["value_then", "value_now"]].isna().any().any():
+        return math.inf
+    return float((np.abs(both["value_now"] - both["value_then"]) / np.abs(both["value_then"]).clip(1e-300)).max())
 
 
 def write_prediction(study, out, targets, command: str, axis: str = "depth") -> Path:
     """Fit the laws of the resolved ``study`` on the models in ``out`` and write their predictions at ``targets``
-    (depths, or widths for ``axis="width"``) to ``out/<prediction_name>.csv`` and ``.md`` (module docstring); the
-    CSV's path.
+    (depths, or widths for ``axis="width"``) to ``out/<prediction_name>.csv`` and ``.md`` (module docstring), and the
+    values they were fitted on to ``<prediction_name>-fitted.csv`` (every bit: commit it with the file, so a
+    judgement can tell models retrained since from a rounding); the CSV's path.
 
     Raises :class:`simulate.study.across_depth.PredictionError` (one line) before writing anything."""
     out = Path(out)
@@ -132,6 +158,8 @@ def write_prediction(study, out, targets, command: str, axis: str = "depth") -> 
                                                _data_digest(fitted, axis), made_at)))
     table = table.assign(**provenance)
     name = prediction_name(targets, axis)
+    atomic_write(out / f"{name}{FITTED_SUFFIX}.csv",
+                 lambda tmp: _fitted_rows(fitted, axis).to_csv(tmp, index=False, float_format="%.17g"))
     csv = atomic_write(out / f"{name}.csv", lambda tmp: table.to_csv(tmp, index=False))
     markdown = (_prediction_markdown if axis == "depth" else _width_prediction_markdown)(study, table, fitted,
                                                                                         provenance, command)
@@ -284,12 +312,14 @@ def _measured(row, models, chosen: set, every_seed: bool = False) -> tuple[float
 _ROW_KEYS = ["statistic", "scheme", "law", "line", "steps", "depth", "models", "judged_on"]
 
 
-def _refit(written: pd.DataFrame, study, out, axis: str) -> dict:
+def _refit(written: pd.DataFrame, study, out, axis: str, committed_values: pd.DataFrame | None) -> dict:
     """Each committed row beside the same law refitted now on the models at its fitted depths (widths, along
     ``axis="width"``) (``refit``, ``refit_difference``: refit minus committed, NaN where the row cannot be refitted)
-    and whether those models' values are still the ones the file was fitted on (``refit_data``: its digest equals
-    the file's ``data``). The judgement never uses the refit: it says how far the shipped models have moved since the
-    commit (models retrained with new code after it), so a reader can tell a law's miss from a change of its data."""
+    and whether those models' values are still the ones the file was fitted on (``refit_data``: within
+    :data:`REFIT_RTOL` of ``committed_values``, the committed ``-fitted.csv``; without one, the file's digest of
+    them, ``data``, equals theirs now, to the bit). The judgement never uses the refit: it says how far the shipped
+    models have moved since the commit (models retrained with new code after it), so a reader can tell a law's miss
+    from a change of its data."""
     fitted = sorted({int(d) for text in written[f"fitted_{axis}s"].astype(str) for d in text.split()})
     keep = lambda points: tuple(p for p in points if getattr(p.setting, axis) in fitted)  # noqa: E731
     candidates = study.candidates or study.sweep
@@ -300,9 +330,14 @@ def _refit(written: pd.DataFrame, study, out, axis: str) -> dict:
     keys = _ROW_KEYS + (["width"] if axis == "width" else [])
     merged = written[keys].merge(refit[[*keys, "estimate"]].rename(columns={"estimate": "refit"}),
                                  on=keys, how="left")  # (rows,) in the file's order
-    same = _data_digest(values, axis) if len(values) else ""
+    if committed_values is not None:
+        same = [bool(len(values)) and values_moved(committed_values, _fitted_rows(values, axis)) <= REFIT_RTOL] * len(
+            written)
+    else:
+        digest = _data_digest(values, axis) if len(values) else ""
+        same = [digest == str(written_digest) for written_digest in written["data"]]
     return {"refit": merged["refit"].to_numpy(), "refit_difference": (merged["refit"] - written["estimate"]).to_numpy(),
-            "refit_data": [same == str(digest) for digest in written["data"]]}
+            "refit_data": same}
 
 
 def _judged_models(row, models, chosen: set) -> list:
@@ -350,7 +385,9 @@ def judge_prediction(path, study, out) -> Judged:
     if problem:
         return Judged(path.stem, written.assign(measured=math.nan, n=0, blind_test=""), commit, first, problem)
     chosen = {p.key for p in study.sweep.points}
-    written = written.assign(**_refit(written, study, out, axis))
+    values = first_commit(path.with_name(f"{path.stem}{FITTED_SUFFIX}.csv"))
+    committed_values = None if values is None else pd.read_csv(StringIO(values.text))
+    written = written.assign(**_refit(written, study, out, axis, committed_values))
     measured = [_measured(row, every, chosen) for row in written.itertuples()]
     alternatives = [_alternatives(written, row, every, chosen, axis) for row in written.itertuples()]
     informative = [not any(row.low <= v <= row.high for v in pair) for row, pair in zip(written.itertuples(),
@@ -483,7 +520,7 @@ def write_judgements(studies, out) -> list[Judged]:
     for axis, prefix in (("depth", PREFIX), ("width", WIDTH_PREFIX)):
         study = next((s for s in studies if axis in s.axes and (axis == "width" or "width" not in s.axes)), None)
         for path in sorted(out.glob(f"{prefix}*.csv")):
-            if path.stem.endswith("-judged") or study is None:
+            if path.stem.endswith(("-judged", FITTED_SUFFIX)) or study is None:
                 continue
             result = judge_prediction(path, study, out)
             atomic_write(out / f"{path.stem}-judged.csv", lambda tmp, rows=result.rows: rows.to_csv(tmp, index=False))

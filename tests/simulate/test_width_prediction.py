@@ -146,7 +146,7 @@ def predicted_16(tmp_path_factory):
         spec, study, out = _study(base / "fitted", [32, 64])
         path = write_prediction(study, out, [16], "test", axis="width")
     subprocess.run(["git", "init", "-q", str(out)], check=True)
-    subprocess.run(["git", "-C", str(out), "add", path.name], check=True)
+    subprocess.run(["git", "-C", str(out), "add", path.name, f"{path.stem}-fitted.csv"], check=True)
     subprocess.run(["git", "-C", str(out), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "prediction"],
                    check=True)
     _, study3, _ = _study(base / "all", [16, 32, 64])
@@ -192,6 +192,7 @@ def test_a_width_prediction_is_judged_on_the_committed_file_at_its_width(predict
         if row["blind_test"] != str(BlindTest.FAILS):
             could_not_fail = any(row["low"] <= v <= row["high"] for v in (row["nearest_fitted"], *others))
             assert (row["blind_test"] == str(BlindTest.PASSES_UNINFORMATIVE)) == could_not_fail, row.to_dict()
+    # the committed -fitted.csv holds every value the laws were fitted on: the same models, read again
     assert rows["refit_data"].all() and rows["refit"].notna().all(), rows[["refit", "refit_data"]]
     np.testing.assert_allclose(rows["refit"], rows["estimate"], rtol=1e-9, atol=1e-12)
     one = rows[(rows["statistic"] == "var_last") & (rows["scheme"] == "pre") & (rows["law"] == "additive")
