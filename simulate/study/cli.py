@@ -48,7 +48,8 @@ def build_parser() -> CliParser:
                              "write their predictions at these depths (outside the trained ones) to "
                              "DIR/prediction-L<first DEPTH>.csv and .md; with width=D (D outside the trained widths), "
                              "the laws across depth and width of the study along width, to DIR/prediction-d<D>.csv "
-                             "and .md: a file to commit before the models that test it train "
+                             "and .md, and the values the laws were fitted on to <name>-fitted.csv: files to commit "
+                             "together before the models that test them train "
                              "(simulate.study.preregistration)")
     parser.add_argument("--compare", default=None, metavar="OLD",
                         help="with --export: also write DEST/changes-from-NAME (NAME: the last part of OLD, with "
@@ -154,7 +155,7 @@ def _predict(studies, args, argv) -> int:
     along width (one line and exit 2 without one, for a target inside the trained ones or with too few trained
     depths or widths; nothing written)."""
     from simulate.study.across_depth import PredictionError
-    from simulate.study.preregistration import write_prediction
+    from simulate.study.preregistration import FITTED_SUFFIX, write_prediction
     from simulate.study.tuning import resolve_studies
 
     if args.export is not None or args.report_only:
@@ -176,8 +177,9 @@ def _predict(studies, args, argv) -> int:
         path = write_prediction(resolve_studies([study], out)[0], out, targets, " ".join([PROG, *argv]), axis)
     except PredictionError as error:
         fail(PROG, str(error))
-    print(f"predictions at {axis} {', '.join(map(str, targets))} -> {path}, {path.with_suffix('.md')} "
-          f"(commit them alone, before any model of this {axis} trains)")
+    print(f"predictions at {axis} {', '.join(map(str, targets))} -> {path}, {path.with_suffix('.md')}, "
+          f"{path.with_name(path.stem + FITTED_SUFFIX + '.csv')} (commit the three alone, before any model of this "
+          f"{axis} trains)")
     return 0
 
 

@@ -103,7 +103,9 @@ def test_predict_refuses_a_width_inside_the_trained_ones_mixed_axes_and_bad_word
 def test_the_width_prediction_is_the_least_squares_law_with_its_null_beside_it(tmp_path, capsys):
     spec, study, out = _study(tmp_path, [16, 32, 64])
     assert study_main([str(spec), "--out", str(out), "--predict", "width=128"]) == 0
-    assert "prediction-d128.csv" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "prediction-d128.csv" in printed and "prediction-d128-fitted.csv" in printed, printed
+    assert (out / "prediction-d128-fitted.csv").is_file()
     table = pd.read_csv(out / "prediction-d128.csv")
     assert (out / "prediction-d128.md").is_file()
     assert table[list(PROVENANCE_COLUMNS)].notna().all().all() and table["code"].nunique() == 1
