@@ -106,12 +106,13 @@ def _step_fit(var: np.ndarray, confidence: float):
     return Interval(-fit.slope, -fit.ci_high, -fit.ci_low, confidence), constant, dropped
 
 
-def growth_summary(curves, confidence: float = CONFIDENCE) -> GrowthSummary:
+def growth_summary(curves, confidence: float = CONFIDENCE, intervals: bool = True) -> GrowthSummary:
     """Fit every profile of ``curves`` (``(S, L+1)`` or ``(L+1,)``, layer 0 first) and pool over seeds (t intervals
-    at ``confidence``; one curve keeps its fit's own interval at ``confidence``)."""
+    at ``confidence``; one curve keeps its fit's own interval at ``confidence``). ``intervals=False``: one curve's
+    exponent and rate without their intervals (NaN), the class and everything else as with them."""
     curves = np.atleast_2d(np.asarray(curves, dtype=float))  # (S, L+1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a flat or zero layer: NaN, left out
-        fits = [var_growth(curve, confidence) for curve in curves]
+        fits = [var_growth(curve, confidence, intervals) for curve in curves]
         steps = [_step_fit(curve, confidence) for curve in curves]
     if len(curves) == 1:  # the fit's own interval (NaN at a bound, open ends 0 and inf)
         poly, expo = fits[0][GrowthClass.POLYNOMIAL], fits[0][GrowthClass.EXPONENTIAL]

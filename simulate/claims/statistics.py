@@ -238,7 +238,7 @@ def _growth_statistics(profiles: dict) -> dict[str, float]:
                               "exponential_step_share"), math.nan)
     last = profiles[max(profiles)]  # (L+1,)
     summary = growth_summary(last)
-    later = [growth_summary(var).label for step, var in profiles.items() if step > 0]
+    later = [growth_summary(var, intervals=False).label for step, var in profiles.items() if step > 0]  # classes
     return {"var_last": _log(last[-1]), "var_growth": _log(last[-1] / last[1]) if len(last) > 1 else math.nan,
             "growth_exponent": summary.exponent.estimate, "growth_rate": summary.rate.estimate,
             "growth_step": summary.step.estimate,

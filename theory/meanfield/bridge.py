@@ -196,7 +196,8 @@ class _ProfileRSS:
         return np.einsum("kn,kn->k", residual, residual)
 
 
-def fit_growth(layers, values, model: GrowthClass = GrowthClass.POLYNOMIAL, confidence: float = 0.95) -> GrowthFit:
+def fit_growth(layers, values, model: GrowthClass = GrowthClass.POLYNOMIAL, confidence: float = 0.95,
+               interval: bool = True) -> GrowthFit:
     """Fit ``values ~ c0 + c1 l^p`` (polynomial) or ``c0 + c1 e^(r l)`` (exponential) over ``layers``.
 
     The offset ``c0`` absorbs the input's variance, so ``p`` is the log-log slope of the
@@ -206,7 +207,8 @@ def fit_growth(layers, values, model: GrowthClass = GrowthClass.POLYNOMIAL, conf
     (``RSS <= RSS_min (1 + F_{1,n-3}/(n-3))``). Where the profile does not cross the threshold
     inside the grid, that end is open: 0 below, ``inf`` above. Where the best value is at an end
     of the grid, ``at_bound`` is set and the interval is NaN: the range, not the data, stopped the
-    fit. Derived here.
+    fit. ``interval=False`` leaves the interval NaN (the estimate and the RSS alone, as a growth class needs: the
+    crossings are about half of a fit's time). Derived here.
 
     >>> l = np.arange(0, 17)
     >>> exponential = GrowthClass.EXPONENTIAL
@@ -241,6 +243,8 @@ def fit_growth(layers, values, model: GrowthClass = GrowthClass.POLYNOMIAL, conf
     slope, rss_min = (math.exp(refined.x), float(refined.fun)) if refined.fun < rss[best] else (grid[best], rss[best])
     if best in (0, grid.size - 1):
         return GrowthFit(model, float(slope), math.nan, math.nan, float(rss_min), n, at_bound=True)
+    if not interval:
+        return GrowthFit(model, float(slope), math.nan, math.nan, float(rss_min), n)
     threshold = rss_min * (1.0 + float(stats.f.ppf(confidence, 1, n - 3)) / (n - 3))
     ends = [_crossing(profile, grid, rss, threshold, slope, side) for side in (-1, 1)]
     return GrowthFit(model, float(slope), ends[0], ends[1], float(rss_min), n)
@@ -263,7 +267,7 @@ def _crossing(profile, grid: np.ndarray, rss: np.ndarray, threshold: float, slop
         return float(grid[edge])
 
 
-def var_growth(var, confidence: float = 0.95) -> dict:
+def var_growth(var, confidence: float = 0.95, intervals: bool = True) -> dict:
     """Growth of a variance profile ``var`` (``(L+1,)``, layer 0 first) over the blocks ``l = 1..L``, three ways.
 
     ``loglog``: :func:`loglog_slope` of ``var_l``; :data:`~theory.verdicts.GrowthClass.POLYNOMIAL` and
@@ -272,7 +276,8 @@ def var_growth(var, confidence: float = 0.95) -> dict:
     profile by at least a factor e over the depth (``r L >= 1``; a smaller rate is linear
     growth plus curvature, which the polynomial model also describes), else polynomial.
     Layer 0 (the embedding) is left out: a first block that rescales the embedding (common
-    after training) would otherwise decide the fit.
+    after training) would otherwise decide the fit. ``intervals=False``: the fits without their intervals
+    (:func:`fit_growth`'s ``interval``), enough for the class.
 
     >>> l = np.arange(0, 17)
     >>> str(var_growth(1.0 + 0.1 * l)["class"]), str(var_growth(0.5 + 1.2 ** l)["class"])
@@ -280,8 +285,8 @@ def var_growth(var, confidence: float = 0.95) -> dict:
     """
     var = np.asarray(var, dtype=float)
     layers, blocks = np.arange(1, var.shape[0]), var[1:]
-    power = fit_growth(layers, blocks, GrowthClass.POLYNOMIAL, confidence)
-    expo = fit_growth(layers, blocks, GrowthClass.EXPONENTIAL, confidence)
+    power = fit_growth(layers, blocks, GrowthClass.POLYNOMIAL, confidence, intervals)
+    expo = fit_growth(layers, blocks, GrowthClass.EXPONENTIAL, confidence, intervals)
     if not (np.isfinite(power.rss) and np.isfinite(expo.rss)):
         label = GrowthClass.UNDETERMINED
     elif expo.rss < power.rss and expo.slope * layers.max() >= 1.0:
