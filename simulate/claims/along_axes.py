@@ -308,8 +308,11 @@ class _Pending:
 
     @property
     def in_family(self) -> bool:
-        """A full-length direction verdict: one of the report's family."""
-        return self.fields["direction"] is not None and self.full and self.trend.cells >= 3
+        """A full-length direction verdict with a slope to test: one of the report's family. A trend confounded with
+        the rate (no slope, no p) tests nothing, so it is not counted in the family's size (the adjusted p-values
+        never counted it either)."""
+        return (self.fields["direction"] is not None and self.full and self.trend.cells >= 3
+                and not math.isnan(self.trend.slope.estimate))
 
 
 def _rate_labels(claim: Claim, members, axis: str) -> dict[tuple, tuple]:
