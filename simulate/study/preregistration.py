@@ -62,10 +62,9 @@ from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import BlindTest
 
-__all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "FITTED_SUFFIX", "REFIT_RTOL", "values_moved", "Commit", "Judged", "prediction_axis", "prediction_name",
-           "write_prediction",
-           "first_commit", "model_start", "judge_prediction", "chance_failures", "judged_markdown", "write_judgements",
-           "judged_summary"]
+__all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "FITTED_SUFFIX", "REFIT_RTOL", "values_moved", "Commit",
+           "Judged", "prediction_axis", "prediction_name", "write_prediction", "first_commit", "model_start",
+           "judge_prediction", "chance_failures", "judged_markdown", "write_judgements", "judged_summary"]
 
 PREFIX = "prediction-L"  # a depth study's predictions at other depths (judged here)
 WIDTH_PREFIX = "prediction-d"  # a width study's predictions at another width
