@@ -2,7 +2,7 @@
 
 Nothing here is typed in: the counts and hours of a results folder come from the records of its
 models (``points/KEY.parquet``, the same records its ``README.md`` is written from,
-:mod:`simulate.study.provenance`), a study's axes, lengths and seeds from its report's points, the
+:mod:`simulate.study.write.provenance`), a study's axes, lengths and seeds from its report's points, the
 laws of an extrapolation from its table. Only columns that exist are read, by name, so a report
 that gains columns reads the same. Every printed trend names its line (a tuned study judges each
 trend on its ``tuned`` and its ``fixed`` line, two trends of one claim), and says so where the
@@ -18,8 +18,8 @@ import pandas as pd
 
 from paper_figs.studies import atlas_name, gain_labels
 from simulate.study.atlas import atlas_results, atlas_studies
-from simulate.study.rows import cell_text, interval_words
-from theory.verdicts import Verdict
+from simulate.study.judge.rows import cell_text, interval_words
+from theory.verdicts import PointStatus, Verdict
 
 __all__ = ["SHOWN_TREND_COLUMNS", "DRAWN_LINES", "shipped_models", "models_sentence", "study_overview",
            "trend_table", "verdict_counts", "verdict_lines", "gain_trend_lines", "extrapolation_laws"]
@@ -28,20 +28,20 @@ __all__ = ["SHOWN_TREND_COLUMNS", "DRAWN_LINES", "shipped_models", "models_sente
 SHOWN_TREND_COLUMNS = ("claim", "scheme", "axis", "group", "line", "slope per e-fold", "direction", "verdict",
                        "stability", "n", "failed", "pending", "shape", "crossing")
 # The lines whose cells a study's levels.csv holds, so the lines the atlas figures draw: a tuned study's tuned line
-# (its fixed line is judged in the trends alone), an untuned study's one line (simulate.study.analysis.levels_table).
+# (its fixed line is judged in the trends alone), an untuned study's one line (simulate.study.judge.analysis.levels_table).
 DRAWN_LINES = ("tuned", "trained")
 
 
 def shipped_models(folder) -> dict:
     """The distinct models a results folder ships (one record each in ``points/``, shared models once):
     ``models, ok, failed, train_h, score_h``, as its ``README.md`` counts them."""
-    from simulate.sweep.store import finished_records
+    from simulate.sweep.store import finished_records, record_status
 
     keys = [path.stem for path in sorted((Path(folder) / "points").glob("*.parquet"))]
     records = finished_records(folder, keys).values()
     headlines = [r.get("headline") or {} for r in records]
-    return {"models": len(records), "ok": sum(r["status"] == "ok" for r in records),
-            "failed": sum(r["status"] == "failed" for r in records),
+    statuses = [record_status(r) for r in records]
+    return {"models": len(records), "ok": statuses.count(PointStatus.OK), "failed": statuses.count(PointStatus.FAILED),
             "train_h": sum(h.get("train_s", 0.0) for h in headlines) / 3600,
             "score_h": sum(h.get("score_s", 0.0) for h in headlines) / 3600}
 
@@ -67,21 +67,20 @@ def study_overview(folder) -> pd.DataFrame:
     for name, study in atlas_studies(folder).items():
         points = atlas_results(name, folder).points
         fixed = [f for f in ("depth", "width", "steps") if f not in study.axes and f in points]
-        status = points["status"].value_counts()
         rows.append({"atlas": atlas_name(folder), "study": name,
                      "axis values": "; ".join(f"{axis} = {_values(points, axis)}" for axis in study.axes),
                      "fixed": ", ".join(f"{f} = {_values(points, f)}" for f in fixed),
                      "seeds": points["seed"].nunique(),
                      "learning rate": "tuned per scheme and cell" if study.tuned else _values(points, "lr"),
                      "models in the report": len(points),
-                     "ok / failed / pending": "/".join(str(status.get(s, 0)) for s in ("ok", "failed", "pending")),
+                     "ok / failed / pending": "/".join(str((points["status"] == s).sum()) for s in PointStatus),
                      "stability (shorter length)": "yes" if study.stability else "no"})
     return pd.DataFrame(rows)
 
 
 def trend_table(trends: pd.DataFrame) -> pd.DataFrame:
     """Every trend as a reader reads it: the slope per e-fold with the interval its verdict reads in one column
-    (:func:`simulate.study.rows.interval_words`: a family member's at the family's level, named), the columns of
+    (:func:`simulate.study.judge.rows.interval_words`: a family member's at the family's level, named), the columns of
     :data:`SHOWN_TREND_COLUMNS` that the report has, and '' (not NaN) where a trend has no value."""
     out = trends.copy()
     out["slope per e-fold"] = [interval_words(row) for _, row in trends.iterrows()]  # the interval the verdict reads

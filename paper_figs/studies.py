@@ -41,6 +41,7 @@ from paper_figs.style import METRIC_LABELS, new_figure, place_legend, save_figur
 from simulate.claims import CLAIMS, t_interval
 from simulate.runtime.versions import ROOT
 from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results, atlas_studies
+from theory.verdicts import PointStatus
 
 __all__ = ["SCHEME_LABELS", "SCHEME_COLORS", "AXIS_LABELS", "LINTHRESH", "study_depth", "study_pruning",
            "study_lns_gain", "study_width", "depth_figure", "pruning_figure", "lns_gain_figure", "width_figure", "gain_labels", "axis_band",
@@ -86,7 +87,7 @@ def study_caption(results, name: str, full_length_only: bool = False, levels: bo
     for a figure that draws the full length only (``full_length_only``), ``4000 steps (the 2000-step twins
     not drawn)``. A figure of the study's levels (``levels``) names the seeds they rest on: a tuned study's
     levels are its tuned line without the tuning seeds, whose models chose the rates
-    (:func:`simulate.study.analysis.comparison_lines`), e.g. ``2 seeds (tuning seed 0 left out), the tuned line
+    (:func:`simulate.study.judge.analysis.comparison_lines`), e.g. ``2 seeds (tuning seed 0 left out), the tuned line
     (the fixed-rate line not drawn)``.
     """
     report, study = atlas_results(name, results), atlas_studies(results)[name]
@@ -124,11 +125,11 @@ def depth_styles(depths) -> dict:
 def axis_band(points: pd.DataFrame, statistic: str, axis: str, scheme: str) -> pd.DataFrame:
     """Per value of ``axis``: the mean of ``statistic`` over the ok models of ``scheme``, its t interval, n.
 
-    >>> points = pd.DataFrame({"status": "ok", "scheme": "pre", "depth": [4, 4, 8, 8], "x": [1.0, 3.0, 5.0, 7.0]})
+    >>> points = pd.DataFrame({"status": PointStatus.OK, "scheme": "pre", "depth": [4, 4, 8, 8], "x": [1.0, 3.0, 5.0, 7.0]})
     >>> axis_band(points, "x", "depth", "pre")[["depth", "mean", "n"]].values.tolist()
     [[4.0, 2.0, 2.0], [8.0, 6.0, 2.0]]
     """
-    rows = points[(points["status"] == "ok") & (points["scheme"] == scheme)]
+    rows = points[(points["status"] == PointStatus.OK) & (points["scheme"] == scheme)]
     out = []
     for value, group in rows.groupby(axis):
         interval = t_interval(group[statistic])
@@ -197,7 +198,7 @@ def _profile_band(models, scheme: str, depth: int):
     """The last-step variance profile of one cell over its ok models: geometric mean and the 95 % t interval
     of ``log var`` per layer, as ``(mean, low, high)`` each ``(L+1,)``; None while no model is trained."""
     logs = [np.log(m.evidence.last_profile()) for m in models
-            if m.status == "ok" and m.scheme == scheme and m.point.setting.depth == depth]  # (L+1,) each
+            if m.status is PointStatus.OK and m.scheme == scheme and m.point.setting.depth == depth]  # (L+1,) each
     if not logs:
         return None
     logs = np.asarray(logs)  # (models, L+1)
@@ -256,7 +257,7 @@ def pruning_figure(results=ATLAS_DIR):
         drawn = []
         for depth in depths:
             drops = [m.evidence.block_values("prune") for m in models
-                     if m.status == "ok" and m.scheme == scheme and m.point.setting.depth == depth]
+                     if m.status is PointStatus.OK and m.scheme == scheme and m.point.setting.depth == depth]
             if not drops:
                 continue
             drawn.append(np.mean(drops, axis=0))  # (depth,)
@@ -347,7 +348,7 @@ def width_figure(results=ATLAS_DIR):
     cell's tuned rate with its 95 % t interval (hollow: one model)."""
     planned = atlas_results("width", results).points
     planned = planned[planned["steps"] == planned["steps"].max()]  # the full length's models, finished or not
-    points = planned[planned["status"] == "ok"]
+    points = planned[planned["status"] == PointStatus.OK]
     depths = sorted(int(d) for d in points["depth"].unique())
     styles = depth_styles(depths)
     fig, axes = new_figure(ncols=len(_WIDTH_PANELS), width=2.9, height=2.6)

@@ -31,7 +31,7 @@ from paper_figs.style import save_figure, new_figure
 from simulate.claims import CLAIMS, Kind, growth_summary
 from simulate.claims.along_axes import IDENTIFIABLE_BLOCKS
 from simulate.study.atlas import ATLAS_DIR, atlas_results, atlas_studies
-from theory.verdicts import GrowthClass
+from theory.verdicts import GrowthClass, PointStatus
 
 __all__ = ["NOT_TRIED", "FILLS", "shown_class", "cell_word", "phase_cells", "phase_figure", "study_phase"]
 
@@ -66,8 +66,8 @@ def _tuning_phase(results) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """The phase diagram's cells from a tuned depth study's tuning models (its tuning seeds at every rate a cell
     tried): ``(levels, points, caption)``, levels and points shaped as an ``lr_depth`` study's, the caption naming
     the models drawn."""
-    from simulate.study.analysis import load_models
-    from simulate.study.tuning import tuning_points
+    from simulate.study.plan.tuning import tuning_points
+    from simulate.study.read.models import load_models
 
     study = atlas_studies(results)["depth"]
     tuning = dataclasses.replace(study, sweep=dataclasses.replace(study.sweep,
@@ -80,7 +80,7 @@ def _tuning_phase(results) -> tuple[pd.DataFrame, pd.DataFrame, str]:
                 "steps": m.point.options["steps"]}
         loss = m.evidence.model_score("loss") if m.evidence is not None else np.nan
         points.append({**cell, "status": m.status, "val_loss": loss})
-        if m.status == "ok":
+        if m.status is PointStatus.OK:
             summary = growth_summary(m.evidence.last_profile())
             exponential = summary.label is GrowthClass.EXPONENTIAL
             levels.append({**cell, "claim": claim[m.scheme], "statistic": "growth_rate" if exponential else
@@ -106,7 +106,7 @@ def phase_cells(levels: pd.DataFrame, points: pd.DataFrame, scheme: str) -> pd.D
 
     >>> deep = IDENTIFIABLE_BLOCKS  # a class is shown from here on
     >>> points = pd.DataFrame({"scheme": "pre", "depth": [2, 2, deep], "lr": [1e-3, 1e-2, 1e-3],
-    ...                        "status": ["ok", "pending", "ok"]})
+    ...                        "status": [PointStatus.OK, PointStatus.PENDING, PointStatus.OK]})
     >>> levels = pd.DataFrame({"claim": "p1-lemma-3.2-growth", "statistic": ["growth_exponent", "growth_rate"],
     ...                        "depth": [2, deep], "lr": [1e-3, 1e-3], "mean": [1.2, 0.3],
     ...                        "growth_class": [GrowthClass.POLYNOMIAL, GrowthClass.EXPONENTIAL]})
@@ -128,7 +128,7 @@ def phase_cells(levels: pd.DataFrame, points: pd.DataFrame, scheme: str) -> pd.D
             elif not len(planned):
                 text = NOT_TRIED
             else:
-                text = "pending" if (planned == "pending").any() else "failed"
+                text = str(PointStatus.PENDING if (planned == PointStatus.PENDING).any() else PointStatus.FAILED)
             fill = {GrowthClass.POLYNOMIAL: "colour scale", GrowthClass.EXPONENTIAL: "exp"}.get(
                 shown, "not tried" if text == NOT_TRIED else "no class")
             exponent = row.mean if shown is GrowthClass.POLYNOMIAL else np.nan

@@ -1,5 +1,6 @@
 """The import graph of theory, simulate and paper_figs: no cycles; theory imports neither torch nor simulate; the
-services have an order (``PACKAGE_ORDER``); a lazy facade names the homes of its names where the walker sees them.
+services have an order (``PACKAGE_ORDER``), and so have the study's stages (``STUDY_STAGES``); a lazy facade names
+the homes of its names where the walker sees them.
 
 Every module is parsed with ``ast`` (no import is executed), by the walker that also finds the
 simulator's sources for its cache key (:func:`simulate.runtime.versions.imported_names`): ``import X``,
@@ -206,16 +207,70 @@ def test_the_package_order_finds_a_cycle_between_two_services(tmp_path):
     """Negative control: a sweep and a study importing each other (inside functions) breach the order once,
     from the lower to the higher; an unplaced package is named."""
     files = {"simulate/__init__.py": "", "simulate/sweep/__init__.py": "", "simulate/study/__init__.py": "",
-             "simulate/sweep/tasks.py": "def tasks():\n    from simulate.study import point\n",
-             "simulate/study/point.py": "from simulate.sweep import tasks\n",
+             "simulate/sweep/tasks.py": "def tasks():\n    from simulate.study.train import point\n",
+             "simulate/study/train/point.py": "from simulate.sweep import tasks\n",
              "simulate/extra/__init__.py": "", "theory/__init__.py": "", "paper_figs/__init__.py": ""}
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     breaches = package_breaches(module_files(tmp_path))
-    assert any(b.startswith("simulate.sweep.tasks imports simulate.study.point") for b in breaches), breaches
-    assert not any(b.startswith("simulate.study.point imports") for b in breaches), breaches
+    assert any(b.startswith("simulate.sweep.tasks imports simulate.study.train.point") for b in breaches), breaches
+    assert not any(b.startswith("simulate.study.train.point imports") for b in breaches), breaches
     assert "simulate.extra is in no level of PACKAGE_ORDER" in breaches and len(breaches) == 2, breaches
+
+
+
+# simulate/study/ cut by stage: a stage imports only from the stages before it (simulate.study.cli and
+# simulate.study.atlas, outside the stages, read from all of them).
+STUDY_STAGES = ("plan", "train", "read", "judge", "write")
+STAGE_EXCEPTIONS = {  # (importer, imported): why
+    ("simulate.study.plan.spec", "simulate.study.train.point"):
+        "a study is a sweep of the task 'study', whose recipe (STUDY_DEFAULTS) and registration are the point's",
+}
+
+
+def stage_of(module: str) -> str | None:
+    """The stage of a module of ``simulate.study`` (``plan`` ... ``write``), None outside the stages."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["simulate", "study"] and len(parts) > 3 and parts[2] in STUDY_STAGES else None
+
+
+def stage_breaches(modules: dict) -> list[str]:
+    """Imports from a stage of ``simulate.study`` to a later stage, and stage folders no stage names."""
+    rank = {stage: i for i, stage in enumerate(STUDY_STAGES)}
+    breaches = sorted({f"{m} is in no stage of STUDY_STAGES" for m in modules
+                       if m.startswith("simulate.study.") and m.count(".") >= 3 and stage_of(m) is None})
+    for module in modules:
+        source = stage_of(module)
+        for target in sorted(_imports(module, modules)):
+            target_stage = stage_of(target)
+            if source and target_stage and rank[target_stage] > rank[source] \
+                    and (module, target) not in STAGE_EXCEPTIONS:
+                breaches.append(f"{module} imports {target}: stage {source} may import only the stages before it "
+                                f"({', '.join(STUDY_STAGES[:rank[source]]) or 'none'}), not {target_stage}")
+    return breaches
+
+
+def test_the_study_stages_import_only_the_stages_before_them():
+    breaches = stage_breaches(module_files())
+    assert not breaches, "\n".join(breaches)
+
+
+def test_the_stage_rule_finds_a_judge_that_imports_a_writer(tmp_path):
+    """Negative control: a judge importing a writer breaches the stage order once; the writer importing the
+    judge does not; a module in an unknown stage folder is named."""
+    files = {"simulate/__init__.py": "", "simulate/study/__init__.py": "", "simulate/study/judge/__init__.py": "",
+             "simulate/study/write/__init__.py": "", "simulate/study/extra/__init__.py": "",
+             "simulate/study/judge/tables.py": "def summary():\n    from simulate.study.write import report\n",
+             "simulate/study/write/report.py": "from simulate.study.judge import tables\n",
+             "simulate/study/extra/thing.py": "", "theory/__init__.py": "", "paper_figs/__init__.py": ""}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    breaches = stage_breaches(module_files(tmp_path))
+    assert any(b.startswith("simulate.study.judge.tables imports simulate.study.write.report") for b in breaches), \
+        breaches
+    assert "simulate.study.extra.thing is in no stage of STUDY_STAGES" in breaches and len(breaches) == 2, breaches
 
 
 LAZY_FACADES = ("simulate", "simulate.engine", "simulate.scores", "simulate.sweep", "simulate.study", "simulate.claims",

@@ -1,4 +1,4 @@
-"""No verdict, class or blind-test word is compared as a string outside its enum's module.
+"""No verdict, class, blind-test or status word is compared as a string outside its enum's module.
 
 A judgement's word is an enum member (:mod:`theory.verdicts`); code that compares it with a literal
 (``verdict == "holds"``, ``label in ("exponential", ...)``, ``.isin(["holds"])``, a dict keyed by a
@@ -13,20 +13,31 @@ import ast
 import json
 from pathlib import Path
 
-from theory.verdicts import AccuracyClass, BlindTest, GrowthClass, Stability, Verdict
+from theory.verdicts import AccuracyClass, BlindTest, GrowthClass, PointStatus, Stability, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("theory", "simulate", "paper_figs", "tools")
 ENUM_MODULE = ROOT / "theory" / "verdicts.py"
 WORDS = {member.value for kind in (Verdict, GrowthClass, BlindTest, Stability, AccuracyClass) for member in kind}
-# A word that is also a model's status (ok, failed, pending): compared as that, not as a blind test.
-NOT_ONLY_WORDS = {"pending"}
+# A point's status (ok, failed, pending) is also other things' word (a tuning cell's state, a trend table's count
+# column, BlindTest.PENDING): it is an offence where it is compared with a status (an expression naming ``status``)
+# or is a word above compared anywhere.
+STATUS_WORDS = {member.value for member in PointStatus}
 
 
-def _word_constants(node) -> list[str]:
-    """The word literals in ``node``: a string constant, or the elements of a literal list, tuple or set."""
+def _word_constants(node, status: bool = False) -> list[str]:
+    """The word literals in ``node``: a string constant, or the elements of a literal list, tuple or set; a status
+    word only where ``status`` (it is compared with a status) and it is no other enum's word."""
     items = node.elts if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else [node]
-    return [item.value for item in items if isinstance(item, ast.Constant) and item.value in WORDS]
+    words = (WORDS - STATUS_WORDS) | (STATUS_WORDS if status else set())
+    return [item.value for item in items if isinstance(item, ast.Constant) and item.value in words]
+
+
+def _names_status(nodes) -> bool:
+    """Whether any of ``nodes`` names a status: an attribute ``.status``, a subscript ``["status"]``, a name
+    ``status``."""
+    return any(isinstance(n, ast.Attribute) and n.attr == "status" or isinstance(n, ast.Name) and n.id == "status"
+               or isinstance(n, ast.Constant) and n.value == "status" for node in nodes for n in ast.walk(node))
 
 
 def _notebook_code(path: Path) -> list[tuple[str, str]]:
@@ -48,12 +59,12 @@ def _source_offences(name: str, source: str) -> list[str]:
     for node in ast.walk(tree):
         words = []
         if isinstance(node, ast.Compare):
-            words = [w for side in (node.left, *node.comparators) for w in _word_constants(side)]
+            sides = (node.left, *node.comparators)
+            words = [w for side in sides for w in _word_constants(side, _names_status(sides))]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "isin":
-            words = [w for arg in node.args for w in _word_constants(arg)]
+            words = [w for arg in node.args for w in _word_constants(arg, _names_status([node.func.value]))]
         elif isinstance(node, ast.Dict):
             words = [w for key in node.keys if key is not None for w in _word_constants(key)]
-        words = [w for w in words if w not in NOT_ONLY_WORDS or isinstance(node, ast.Call)]
         if words:
             found.append(f"{name}:{node.lineno}: {', '.join(map(repr, words))}")
     return found
@@ -79,9 +90,11 @@ def test_the_check_sees_a_comparison_of_a_word():
     """A control: the check finds a literal comparison, a membership test and an isin of words."""
     sample = ROOT / "tests" / "_words_sample.py"
     sample.write_text('v == "holds"\nx in ("violated", "inconclusive")\nt.isin(["stable"])\n{"passes": 1}\n'
-                      'f["exponential"]\n')
+                      'f["exponential"]\nm.status == "ok"\npoints["status"] != "pending"\ncell == "pending"\n'
+                      '{"failed": 1}\n')
     try:
         found = _offences(sample)
     finally:
         sample.unlink()
-    assert len(found) == 4 and all("_words_sample.py" in line for line in found), found
+    assert len(found) == 6 and all("_words_sample.py" in line for line in found), found
+    assert {line.split(":")[1] for line in found} == {"1", "2", "3", "4", "6", "7"}, found

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["Word", "Verdict", "Size", "GrowthClass", "BlindTest", "Stability", "AccuracyClass"]
+__all__ = ["Word", "Verdict", "Size", "GrowthClass", "BlindTest", "Stability", "AccuracyClass", "PointStatus"]
 
 
 class Word(Enum):
@@ -103,6 +103,16 @@ class BlindTest(Word):
     FAILS = "fails"
     PENDING = "pending"
     NOT_TESTABLE = "not testable"  # its models will never exist (a fixed rate's seeds where the cell chose another)
+
+
+class PointStatus(Word):
+    """Where a sweep's or a study's point stands: its record's ``status`` on disk is the word
+    (``simulate.sweep.store.record_status`` reads it back); the sweep's summary, a study's models and its
+    judgement's ``points`` table hold the member."""
+
+    OK = "ok"  # run (trained, scored) and recorded
+    FAILED = "failed"  # recorded with its error (a blow-up, another code version), what was measured kept
+    PENDING = "pending"  # planned, no record on disk yet
 
 
 class Stability(Word):

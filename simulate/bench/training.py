@@ -76,7 +76,7 @@ BENCH_COLUMNS = ["setting", "device", "plain_tokens_per_s", "trainer_tokens_per_
                  "plain_tokens_per_cpu_s", "trainer_tokens_per_cpu_s", "cpu_overhead", "probe_s", "steady_overhead",
                  "probe_wall_s", "checkpoint_wall_s", "hf_tokens_per_s", "trainer_vs_hf", "unlogged_tokens_per_s",
                  "study_rate_tokens_per_s", "study_rate_vs_hf"]
-STUDY_LOG_EVERY = 100  # the studies' default logging rate, 100 of 1600 steps (simulate.study.point);
+STUDY_LOG_EVERY = 100  # the studies' default logging rate, 100 of 1600 steps (simulate.study.train.point);
 # the atlas's 400-step runs log every 25
 REPEATS = 2  # each loop is timed this many times, taking turns, and keeps its fastest (one with quick)
 

@@ -2,10 +2,10 @@
 
 A study's models are judged here from their :class:`~simulate.claims.statistics.ModelStatistics`
 (any object with ``status``, ``scheme``, ``seed``, ``value(field)``, ``cell(fields)``, ``stats`` and
-``profiles``: :class:`simulate.study.analysis.Model`), given as *lines*: ``{name: models}``, the
+``profiles``: :class:`simulate.study.read.models.Model`), given as *lines*: ``{name: models}``, the
 models a comparison may use (a tuned study's ``tuned`` line, every cell at its chosen rate, and its
 ``fixed`` line, the cells at each scheme's fixed rate, both without the tuning seeds; an untuned
-study's ``trained`` line). The study (:class:`simulate.study.spec.Study`) gives the claims, fields,
+study's ``trained`` line). The study (:class:`simulate.study.plan.spec.Study`) gives the claims, fields,
 axes, stability lengths and :class:`~simulate.claims.judgement.Inference`.
 
 Levels (:func:`judge_levels`, one :class:`~simulate.claims.judgement.Judgement` per claim and cell)
@@ -56,7 +56,7 @@ from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDe
                                        stability_verdict, t_interval)
 from simulate.claims.statistics import LOG_DROP_STATISTICS, RESOLVED_DROP, SHARE_STATISTICS, drop_resolved
 from simulate.claims.trends import cell_crossing, direction_verdict, fit_trend
-from theory.verdicts import GrowthClass, Size, Verdict
+from theory.verdicts import GrowthClass, PointStatus, Size, Verdict
 
 __all__ = ["IDENTIFIABLE_BLOCKS", "claim_samples", "unresolved_drops", "judge_levels", "judge_trends", "needs"]
 
@@ -70,7 +70,7 @@ def claim_samples(claim: Claim, models, fields, statistic: str | None = None) ->
     """``(cell, seed, value)`` of the claim's statistic (or ``statistic``) among ``models`` (ok ones): one scheme's
     values, or the first scheme's minus the second's, paired by cell and seed."""
     name = statistic or claim.statistic
-    ok = [m for m in models if m.status == "ok"]
+    ok = [m for m in models if m.status is PointStatus.OK]
     if not claim.paired:
         return [(m.cell(fields), m.seed, m.stats.value(name)) for m in ok if m.scheme == claim.schemes[0]]
     first, second = ({(m.cell(fields), m.seed): m.stats.value(name) for m in ok if m.scheme == scheme}
@@ -82,7 +82,7 @@ def claim_samples(claim: Claim, models, fields, statistic: str | None = None) ->
 def _rests_on(models) -> frozenset:
     """The distinct versions (code, corpus, Python, torch) of the finished ``models``; a model that recorded
     none (no ``versions``, or every one '') adds none, so it never makes a verdict mixed."""
-    return frozenset(v for m in models if m.status == "ok" and any(v := getattr(m, "versions", ())))
+    return frozenset(v for m in models if m.status is PointStatus.OK and any(v := getattr(m, "versions", ())))
 
 
 def _shorter_cell(study, fields, cell: tuple) -> tuple | None:
@@ -140,7 +140,7 @@ def judge_levels(study, lines: dict) -> list[Judgement]:
         else:
             by_cell = _by_cell(claim_samples(claim, models, fields))
             for cell, values in sorted(by_cell.items()):
-                blocks = [m.stats.blocks for m in models if m.status == "ok" and m.cell(fields) == cell
+                blocks = [m.stats.blocks for m in models if m.status is PointStatus.OK and m.cell(fields) == cell
                           and m.scheme == claim.schemes[0]]
                 estimate = _level(claim, list(values.values()), blocks, inference.confidence)
                 change = _change(by_cell, cell, _shorter_cell(study, fields, cell), _equivalence_level(inference))
@@ -157,12 +157,12 @@ def unresolved_drops(claim: Claim, members) -> str:
     other claims, and where every drop is resolved."""
     if claim.statistic not in LOG_DROP_STATISTICS:
         return ""
-    unresolved = [m for m in members if m.status == "ok" and drop_resolved(m.stats) is False]
+    unresolved = [m for m in members if m.status is PointStatus.OK and drop_resolved(m.stats) is False]
     if not unresolved:
         return ""
     schemes = ", ".join(sorted({m.scheme for m in unresolved}))
     return (f"the deep-half pruning drop lies within {RESOLVED_DROP:g} evaluation errors of 0 in {len(unresolved)} of "
-            f"{sum(m.status == 'ok' for m in members)} models ({schemes}): its log is not resolved there")
+            f"{sum(m.status is PointStatus.OK for m in members)} models ({schemes}): its log is not resolved there")
 
 
 def _signed_level(claim: Claim, cell: dict, estimate: Interval, values: dict, inference, change) -> Judgement:
@@ -184,7 +184,7 @@ def _growth_levels(claim: Claim, models, fields, confidence: float) -> list[Judg
     out = []
     for cell in sorted({m.cell(fields) for m in models}):
         curves = [m.profiles[max(m.profiles)] for m in models
-                  if m.status == "ok" and m.scheme == claim.schemes[0] and m.cell(fields) == cell and m.profiles]
+                  if m.status is PointStatus.OK and m.scheme == claim.schemes[0] and m.cell(fields) == cell and m.profiles]
         if not curves:
             continue
         summary = growth_summary(np.stack(curves), confidence)  # curves: (S, L+1)
@@ -207,7 +207,7 @@ def _every_step_levels(claim: Claim, models, fields, confidence: float) -> list[
     can identify a class."""
     out = []
     for cell in sorted({m.cell(fields) for m in models}):
-        ok = [m for m in models if m.status == "ok" and m.scheme == claim.schemes[0] and m.cell(fields) == cell]
+        ok = [m for m in models if m.status is PointStatus.OK and m.scheme == claim.schemes[0] and m.cell(fields) == cell]
         if not ok:
             continue
         steps = sorted(set.intersection(*(set(m.profiles) for m in ok)) - {0})
@@ -319,7 +319,7 @@ def _rate_labels(claim: Claim, members, axis: str) -> dict[tuple, tuple]:
     """``{cell: (rate of each of the claim's schemes)}`` of the finished ``members`` along ``axis``."""
     rates: dict[tuple, dict] = {}
     for m in members:
-        if m.status == "ok" and m.scheme in claim.schemes:
+        if m.status is PointStatus.OK and m.scheme in claim.schemes:
             rates.setdefault(m.cell((axis,)), {})[m.scheme] = m.value("lr")
     return {cell: tuple(by_scheme.get(s) for s in claim.schemes) for cell, by_scheme in rates.items()}
 
@@ -335,11 +335,11 @@ def _trend(study, claim: Claim, axis: str, group: dict, line: str, members, full
     rates = [labels[cell] for cell, _, _ in samples]
     blocks = None
     if statistic in SHARE_STATISTICS:
-        blocks = np.array([m.stats.blocks for m in members if m.status == "ok" and m.scheme == claim.schemes[0]])
+        blocks = np.array([m.stats.blocks for m in members if m.status is PointStatus.OK and m.scheme == claim.schemes[0]])
     trend = fit_trend(x, y, study.inference.confidence, blocks=blocks, rates=rates)
     fields = dict(claim=claim, statistic=statistic, axis=axis, group=group, line=line, n=trend.n,
-                  failed=sum(m.status == "failed" for m in members if m.scheme in claim.schemes),
-                  pending=sum(m.status == "pending" for m in members if m.scheme in claim.schemes),
+                  failed=sum(m.status is PointStatus.FAILED for m in members if m.scheme in claim.schemes),
+                  pending=sum(m.status is PointStatus.PENDING for m in members if m.scheme in claim.schemes),
                   cells=trend.cells, slope=trend.slope, lack_of_fit=trend.lack_of_fit,
                   direction=None if growth else claim.direction(axis),
                   shape="; ".join(filter(None, (trend.shape, _growth_shape(x, y, study.inference.confidence,

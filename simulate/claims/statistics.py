@@ -3,7 +3,7 @@
 Every number a claim judges is a function of one model (one Setting, one seed) at one stage
 of its training; intervals come one level up, over seeds (:mod:`simulate.claims.judgement`).
 A model gives the claims its :class:`ModelEvidence` (a study point's long table through
-:func:`simulate.study.point_table.point_evidence`, a run directory through
+:func:`simulate.study.read.point_table.point_evidence`, a run directory through
 :func:`simulate.claims.across_runs.judged_run`); :func:`model_statistics` measures it.
 Blocks are ``1..L``; the *deep half* is blocks ``floor(L/2)+1..L`` and the *shallow half*
 the rest (docs/scores.md). Profiles are the probe batch's ``var`` over layers ``0..L``.
@@ -74,8 +74,8 @@ import numpy as np
 import pandas as pd
 
 from simulate.claims.growth import growth_summary
-from theory.verdicts import GrowthClass
 from simulate.training.report import loss_slope
+from theory.verdicts import GrowthClass
 
 __all__ = ["NEGLIGIBLE_FRACTION", "RESOLVED_DROP", "SHARE_STATISTICS", "LOG_DROP_STATISTICS", "STATISTICS",
            "ModelEvidence", "ModelStatistics", "halves", "model_statistics", "drop_resolved"]

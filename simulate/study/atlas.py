@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simulate.study.spec import Study, load_study
 from simulate.runtime.versions import ROOT
+from simulate.study.plan.spec import Study, load_study
 
 __all__ = ["ATLAS_DIR", "ATLAS_SPECS_DIR", "EARLY_ATLAS_DIR", "EARLY_ATLAS_SPECS_DIR", "atlas_studies",
            "atlas_results", "atlas_models"]
@@ -42,16 +42,16 @@ def atlas_studies(out: Path = ATLAS_DIR) -> dict[str, Study]:
 
 
 def atlas_results(name: str, out: Path = ATLAS_DIR):
-    """:func:`simulate.study.tables.read_study` of one atlas study (its points, levels, trends, calibration)."""
-    from simulate.study.tables import read_study
+    """:func:`simulate.study.judge.tables.read_study` of one atlas study (its points, levels, trends, calibration)."""
+    from simulate.study.judge.tables import read_study
 
     return read_study(out, name)
 
 
 def atlas_models(name: str, out: Path = ATLAS_DIR):
-    """The models of one atlas study with their long tables (:func:`simulate.study.analysis.load_models`,
+    """The models of one atlas study with their long tables (:func:`simulate.study.read.models.load_models`,
     without recomputing the statistics, which ``points.parquet`` holds); a tuned study's at its chosen rates."""
-    from simulate.study.analysis import load_models
-    from simulate.study.tuning import resolve_tuning
+    from simulate.study.plan.tuning import resolve_tuning
+    from simulate.study.read.models import load_models
 
     return load_models(resolve_tuning(atlas_studies(out)[name], out), out, statistics=False)

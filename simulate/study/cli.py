@@ -2,13 +2,13 @@
 
 Validates every spec first (one line naming the file and the key, exit 2, nothing
 written), runs the models that have no point in ``DIR`` yet (each distinct model once,
-:mod:`simulate.study.runner`), then writes each study's reports into ``DIR/NAME/``
-(:mod:`simulate.study.report`) and, with a depth study among them, ``DIR/extrapolation.md``
-(:mod:`simulate.study.extrapolation_report`). ``--report-only`` rebuilds the reports from
+:mod:`simulate.study.train.runner`), then writes each study's reports into ``DIR/NAME/``
+(:mod:`simulate.study.write.report`) and, with a depth study among them, ``DIR/extrapolation.md``
+(:mod:`simulate.study.write.extrapolation_report`). ``--report-only`` rebuilds the reports from
 the points on disk without training anything; ``--export DEST`` also writes a copy without
-weights, small enough to commit (:mod:`simulate.study.export`), with its own reports and a
-``README.md`` (:mod:`simulate.study.provenance`); ``--compare OLD`` beside it lists the verdicts
-that changed from OLD's reports (:mod:`simulate.study.changes`). Engine flags are the sweep's. An interrupt
+weights, small enough to commit (:mod:`simulate.study.train.export`), with its own reports and a
+``README.md`` (:mod:`simulate.study.write.provenance`); ``--compare OLD`` beside it lists the verdicts
+that changed from OLD's reports (:mod:`simulate.study.judge.changes`). Engine flags are the sweep's. An interrupt
 keeps the finished points and exits 130/143; re-running the same command resumes (an
 interrupted training resumes from its last checkpoint).
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from simulate.study.runner import ORDERS
+from simulate.study.train.runner import ORDERS
 from simulate.sweep.cli import add_engine_arguments, check_engine, lost_points, run_points
 from theory.cli import CliParser, fail, output_path
 
@@ -50,16 +50,16 @@ def build_parser() -> CliParser:
                              "the laws across depth and width of the study along width, to DIR/prediction-d<D>.csv "
                              "and .md, and the values the laws were fitted on to <name>-fitted.csv: files to commit "
                              "together before the models that test them train "
-                             "(simulate.study.preregistration)")
+                             "(simulate.study.judge.preregistration)")
     parser.add_argument("--compare", default=None, metavar="OLD",
                         help="with --export: also write DEST/changes-from-NAME (NAME: the last part of OLD, with "
                              ".md), every verdict that changed from the same studies' reports in the folder OLD "
-                             "(simulate.study.changes)")
+                             "(simulate.study.judge.changes)")
     return parser
 
 
 def _load(paths) -> list:
-    from simulate.study.spec import StudyError, check_names, load_study
+    from simulate.study.plan.spec import StudyError, check_names, load_study
 
     try:
         studies = [load_study(path) for path in paths]
@@ -74,7 +74,7 @@ def _check_compare(old: str, dest, studies) -> None:
     new: nothing to compare): else one line, exit 2."""
     if dest is None:
         fail(PROG, "--compare is allowed only with --export DEST (the changes are written beside the copy)")
-    for study in studies:  # what simulate.study.changes reads of a run (an earlier analysis may have had no more)
+    for study in studies:  # what simulate.study.judge.changes reads of a run (an earlier analysis may have had no more)
         if not (Path(old) / study.name).is_dir():
             continue
         missing = [name for name in ("levels.csv", "trends.csv") if not (Path(old) / study.name / name).is_file()]
@@ -85,8 +85,8 @@ def _check_compare(old: str, dest, studies) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The ``study`` command; returns the exit code."""
-    from simulate.study.runner import run_studies, union_sweep
-    from simulate.study.tuning import resolve_studies
+    from simulate.study.plan.tuning import resolve_studies
+    from simulate.study.train.runner import run_studies, union_sweep
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
@@ -118,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     studies = resolve_studies(studies, out)  # a tuned study's models: those at its cells' chosen rates
     _write_reports(studies, out, command)
     if args.export is not None:
-        from simulate.study.export import export_study_points
-        from simulate.study.provenance import write_results_readme
+        from simulate.study.train.export import export_study_points
+        from simulate.study.write.provenance import write_results_readme
 
         count = export_study_points(studies, out, dest)
         print(f"{PROG}: {count} models copied without weights to {dest}", file=sys.stderr)
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         readme = write_results_readme(studies, judgements, args.export, args.specs, args.out, command)
         print(f"what the copy holds and how to go on -> {readme}")
         if args.compare is not None:
-            from simulate.study.changes import write_changes
+            from simulate.study.judge.changes import write_changes
 
             print(f"verdicts changed from {args.compare} -> {write_changes(args.compare, dest, studies)}")
     return 0
@@ -154,9 +154,9 @@ def _predict(studies, args, argv) -> int:
     """``--predict``: the prediction file of the depth study among ``studies``, or with ``width=D`` of the study
     along width (one line and exit 2 without one, for a target inside the trained ones or with too few trained
     depths or widths; nothing written)."""
-    from simulate.study.across_depth import PredictionError
-    from simulate.study.preregistration import FITTED_SUFFIX, write_prediction
-    from simulate.study.tuning import resolve_studies
+    from simulate.study.judge.across_depth import PredictionError
+    from simulate.study.judge.preregistration import FITTED_SUFFIX, write_prediction
+    from simulate.study.plan.tuning import resolve_studies
 
     if args.export is not None or args.report_only:
         fail(PROG, "--predict is allowed without --export and --report-only: it writes the prediction file alone")
@@ -186,8 +186,8 @@ def _predict(studies, args, argv) -> int:
 def _write_reports(studies, out, command: str) -> dict:
     """Every study's reports in ``out``, then the variance laws when a study runs along depth; ``{name: the
     study's judgement}``."""
-    from simulate.study.extrapolation_report import write_extrapolation
-    from simulate.study.report import write_reports
+    from simulate.study.write.extrapolation_report import write_extrapolation
+    from simulate.study.write.report import write_reports
 
     judgements = {}
     for study in studies:
@@ -198,7 +198,7 @@ def _write_reports(studies, out, command: str) -> dict:
     extrapolation = write_extrapolation(studies, out)
     if extrapolation is not None:
         print(f"variance laws, their extrapolation test and the papers' sizes -> {extrapolation}")
-    from simulate.study.preregistration import write_judgements
+    from simulate.study.judge.preregistration import write_judgements
 
     for judged in write_judgements(studies, out):
         print(f"pre-registered {judged.name} judged -> {Path(out) / judged.name}-judged.md"

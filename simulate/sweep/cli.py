@@ -110,6 +110,7 @@ def _sweep(args) -> int:
     from simulate.sweep.runner import run_sweep
     from simulate.sweep.spec import SpecError, load_spec
     from simulate.sweep.store import read_summary
+    from theory.verdicts import PointStatus
 
     if args.spec is None or args.out is None:
         fail(PROG, "a spec and --out DIR are needed (see --help)")
@@ -124,7 +125,7 @@ def _sweep(args) -> int:
         retry_failed=args.retry_failed, spec_text=Path(args.spec).read_text()))
     if isinstance(report, int):
         return report
-    failed = int((read_summary(out).status == "failed").sum())
+    failed = int((read_summary(out).status == PointStatus.FAILED).sum())
     print(f"sweep {sweep.name}: {report.total} points ({report.skipped} done before, {report.ran} run now, "
           f"{failed} failed) in {report.seconds:.1f} s on {args.engine} -> {report.summary}")
     return lost_points(PROG, report)

@@ -49,6 +49,7 @@ from simulate.sweep.spec import Point
 from simulate.sweep.store import encode_point, write_point
 from simulate.sweep.tasks import TASKS, PointFailed, task_modules
 from theory.files import write_text_atomic
+from theory.verdicts import PointStatus
 
 __all__ = ["ENGINES", "WorkerDied", "EngineError", "available_cores", "execute_point", "run_inline", "run_local",
            "run_ray"]
@@ -91,10 +92,10 @@ def _started_at(point: Point) -> str:
     return now
 
 
-def _record(point: Point, status: str, error: str | None, wall_s: float, device: str, headline: dict,
+def _record(point: Point, status: PointStatus, error: str | None, wall_s: float, device: str, headline: dict,
             started_at: str) -> dict:
     return {"point": point.key, "index": point.index, "config": point.config(), "versions": point.versions,
-            "axes": point.axes, "status": status, "error": error, "wall_s": round(wall_s, 4), "device": device,
+            "axes": point.axes, "status": str(status), "error": error, "wall_s": round(wall_s, 4), "device": device,
             "headline": headline, "started_at": started_at, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "host": os.uname().nodename}
 
@@ -127,11 +128,12 @@ def execute_point(point_data: dict) -> tuple[dict, bytes]:
         if mismatch is not None:
             raise PointFailed(mismatch)
         outcome = TASKS[point.task].run(point)
-        status, error, table, headline, device = "ok", None, outcome.table, outcome.headline, outcome.device
+        status, error, table, headline, device = PointStatus.OK, None, outcome.table, outcome.headline, outcome.device
     except PointFailed as failure:
-        status, error, table, headline, device = "failed", str(failure), failure.table, failure.headline, failure.device
+        status, error, table, headline, device = (PointStatus.FAILED, str(failure), failure.table, failure.headline,
+                                                  failure.device)
     except Exception as failure:  # noqa: BLE001 - recorded with the point, the sweep goes on
-        status, table, headline, device = "failed", pd.DataFrame(), {}, ""
+        status, table, headline, device = PointStatus.FAILED, pd.DataFrame(), {}, ""
         error = f"{type(failure).__name__}: {failure}"
         last = traceback.extract_tb(failure.__traceback__)[-1:]
         if last:
@@ -352,5 +354,5 @@ def run_ray(points, out: Path, address: str | None, workers: int, lost: list | N
 def _failed_record(point: Point, error: str) -> tuple[dict, bytes]:
     import pandas as pd
 
-    record = _record(point, "failed", " ".join(error.split())[:2000], 0.0, "", {}, "")  # started: not known
+    record = _record(point, PointStatus.FAILED, " ".join(error.split())[:2000], 0.0, "", {}, "")  # started: not known
     return record, encode_point(record, pd.DataFrame())

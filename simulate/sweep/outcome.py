@@ -3,7 +3,7 @@ task returns or raises, and the helpers the tasks share (no task logic here).
 
 Each task's home module registers it when it is imported: the sweep's own in
 :mod:`simulate.sweep.simulator_tasks` and :mod:`simulate.sweep.training_tasks` (which
-:mod:`simulate.sweep.tasks` imports), the study's in :mod:`simulate.study.point`. A task's home
+:mod:`simulate.sweep.tasks` imports), the study's in :mod:`simulate.study.train.point`. A task's home
 imports only this module of the registry, so its code version (its import closure) holds no
 other task's code.
 

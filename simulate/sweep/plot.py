@@ -7,7 +7,7 @@ notebook 07 use both.
 
 >>> import pandas as pd
 >>> summary = pd.DataFrame({"scheme": ["pre"] * 4, "depth": [8, 8, 16, 16], "seed": [0, 1, 0, 1],
-...                         "status": "ok", "final_var": [1.0, 3.0, 2.0, 2.0]})
+...                         "status": PointStatus.OK, "final_var": [1.0, 3.0, 2.0, 2.0]})
 >>> means = seed_means(summary, "final_var", x="depth", by="scheme")
 >>> means[["scheme", "depth", "mean", "sem", "n"]].round(12).values.tolist()
 [['pre', 8, 2.0, 1.0, 2], ['pre', 16, 2.0, 0.0, 2]]
@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from simulate.engine import Z_CONFIDENCE
+from theory.verdicts import PointStatus
 
 __all__ = ["seed_means", "plot_summary"]
 
@@ -32,7 +33,7 @@ def seed_means(summary: pd.DataFrame, y: str, *, x: str, by: str | None = None) 
     for key in keys:
         if key not in summary:
             raise ValueError(f"{key!r} is not a column of the summary: choose from {', '.join(summary.columns)}")
-    rows = summary[summary.status == "ok"]
+    rows = summary[summary.status == PointStatus.OK]
     grouped = rows.groupby(keys, sort=False)[y]
     table = grouped.agg(mean="mean", std="std", n="count").reset_index()  # one row per (by, x)
     table["sem"] = table["std"] / np.sqrt(table["n"])

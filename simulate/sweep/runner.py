@@ -21,6 +21,7 @@ from simulate.runtime.interrupts import deferred_signals
 from simulate.sweep import engines, store
 from simulate.sweep.spec import Sweep
 from theory.files import write_text_atomic
+from theory.verdicts import PointStatus
 
 __all__ = ["SweepReport", "SweepBusy", "run_sweep"]
 
@@ -113,7 +114,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, engine: str = "local", workers: 
         store.remove_partial(out)
         done = store.finished_records(out, [p.key for p in sweep.points])
         if retry_failed:
-            done = {k: r for k, r in done.items() if r["status"] != "failed"}
+            done = {k: r for k, r in done.items() if store.record_status(r) is not PointStatus.FAILED}
         pending = [p for p in sweep.points if p.key not in done]
         report = SweepReport(total=len(sweep.points), skipped=len(done))
         bar = tqdm(total=report.total, initial=report.skipped, unit="point", desc=f"sweep {sweep.name}",
@@ -122,7 +123,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, engine: str = "local", workers: 
             if pending:
                 for record in _engine(engine, pending, out, workers, address, report.lost):
                     report.ran += 1
-                    report.failed += record["status"] == "failed"
+                    report.failed += store.record_status(record) is PointStatus.FAILED
                     bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in record["axes"].items()), refresh=False)
                     bar.update()
         except BaseException as error:

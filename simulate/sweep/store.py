@@ -3,8 +3,8 @@
 Layout of an output directory ``DIR``::
 
     DIR/points/KEY.parquet   the point's table; its Parquet metadata (key ``depth_workbench.point``)
-                             holds the record: config, status (ok | failed), error, wall time,
-                             device, headline numbers
+                             holds the record: config, status (ok | failed: theory.verdicts.PointStatus),
+                             error, wall time, device, headline numbers
     DIR/summary.csv          one row per point of the spec, rebuilt from the files at the end
     DIR/spec.toml            the spec of the latest run
 
@@ -18,6 +18,8 @@ JSON and CSV only.
 >>> back, table = decode_point(encode_point(record, pd.DataFrame({"layer": [0, 1]})))
 >>> back["headline"], table.layer.tolist()
 ({'final_var': None}, [0, 1])
+>>> record_status(back) is PointStatus.OK, str(PointStatus.PENDING)
+(True, 'pending')
 """
 
 from __future__ import annotations
@@ -32,15 +34,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from theory.files import atomic_write
+from theory.verdicts import PointStatus
 
-__all__ = ["META_KEY", "POINTS_DIR", "SUMMARY", "STATUSES", "point_path", "encode_point", "decode_point",
+__all__ = ["META_KEY", "POINTS_DIR", "SUMMARY", "record_status", "point_path", "encode_point", "decode_point",
            "write_point", "remove_partial", "read_record", "read_point", "finished_records", "summary_table",
            "write_summary", "read_summary"]
 
 META_KEY = b"depth_workbench.point"
 POINTS_DIR = "points"
 SUMMARY = "summary.csv"
-STATUSES = ("ok", "failed", "pending")
+
+
+def record_status(record: dict) -> PointStatus:
+    """The status of a point's record (ValueError naming the allowed words for an unknown one)."""
+    return PointStatus.parse(record["status"])
 
 
 def _json_ready(value):
@@ -126,9 +133,9 @@ def summary_table(points, records: dict[str, dict], axis_fields) -> pd.DataFrame
         row = {"index": point.index, "point": point.key, "seed": point.seed,
                **{name: point.axes.get(name) for name in axis_fields}}
         if record is None:
-            row.update(status="pending", error="", wall_s=math.nan, device="")
+            row.update(status=PointStatus.PENDING, error="", wall_s=math.nan, device="")
         else:
-            row.update(status=record["status"], error=" ".join(str(record.get("error") or "").split()),
+            row.update(status=record_status(record), error=" ".join(str(record.get("error") or "").split()),
                        wall_s=record.get("wall_s"), device=record.get("device", ""))
             for name, value in (record.get("headline") or {}).items():
                 headline_names.setdefault(name, None)
@@ -144,6 +151,8 @@ def write_summary(out: str | Path, table: pd.DataFrame) -> Path:
 
 
 def read_summary(out: str | Path) -> pd.DataFrame:
-    """``DIR/summary.csv`` as a DataFrame (``error`` as text, empty for none)."""
-    return pd.read_csv(Path(out) / SUMMARY, keep_default_na=True, dtype={"error": str, "device": str}).fillna(
+    """``DIR/summary.csv`` as a DataFrame (``error`` as text, empty for none; ``status`` as :class:`PointStatus`)."""
+    summary = pd.read_csv(Path(out) / SUMMARY, keep_default_na=True, dtype={"error": str, "device": str}).fillna(
         {"error": "", "device": ""})
+    return summary.assign(status=pd.Series([PointStatus.parse(word) for word in summary["status"]],
+                                           index=summary.index, dtype=object))

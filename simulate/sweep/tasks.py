@@ -10,7 +10,7 @@
     :mod:`simulate.scores` (:mod:`simulate.sweep.training_tasks`: options, tables, headline);
 ``study``
     a training and every score of its model as one long table; the study's own task, which
-    :mod:`simulate.study.point` registers (:func:`~simulate.sweep.outcome.register_task`) when it
+    :mod:`simulate.study.train.point` registers (:func:`~simulate.sweep.outcome.register_task`) when it
     is imported (the sweep knows no study; a spawned worker imports the home module of every
     task, :func:`~simulate.sweep.outcome.task_modules`).
 
@@ -20,7 +20,7 @@ measured) or any other exception (recorded as the point's error by
 :mod:`simulate.sweep.engines`). Heavy imports (torch) happen inside the functions, so
 validating a spec of ``predict`` points stays light.
 
->>> {"predict", "run", "train", "scores"} <= set(TASKS)  # and "study" once simulate.study.point is imported
+>>> {"predict", "run", "train", "scores"} <= set(TASKS)  # and "study" once simulate.study.train.point is imported
 True
 >>> TASKS["train"].module
 'simulate.sweep.training_tasks'

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from theory.verdicts import PointStatus
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -71,7 +73,7 @@ def _shipped_depths(name: str = "depth", scheme: str | None = None) -> list[int]
 
     points = atlas_results(name).points  # one row per model of the study
     if scheme is not None:
-        points = points[(points["scheme"] == scheme) & (points["status"] == "ok")
+        points = points[(points["scheme"] == scheme) & (points["status"] == PointStatus.OK)
                         & (points["steps"] == points["steps"].max())]
     return sorted(int(d) for d in points["depth"].unique())
 
@@ -92,7 +94,7 @@ def test_phase_draws_every_depth_of_the_atlas_and_no_unplanned_cell_reads_pendin
         assert drawn == tuned and set(_shipped_depths()) <= set(drawn), (ax.get_title(), drawn, tuned)
     points = atlas_results("depth").points
     texts = [t.get_text() for ax in fig.axes if ax.images for t in ax.texts]
-    if (points["status"] == "ok").all() and (tuning["status"] == "ok").all():  # every planned model finished
+    if (points["status"] == PointStatus.OK).all() and (tuning["status"] == "ok").all():  # every planned model finished
         assert "pending" not in texts, texts
     assert "results/atlas" in fig.get_suptitle() and str(ATLAS_DIR.name) in fig.get_suptitle(), fig.get_suptitle()
 
@@ -157,12 +159,12 @@ def test_the_caption_names_the_training_lengths_each_figure_draws(built, name, o
 def test_the_width_figure_draws_every_finished_cell_at_its_width_and_counts_its_models(built):
     """Issue 50: loss, log var_L and the pruning ratio against width, a line per depth and scheme; every point is a
     finished cell of the shipped width study at the full length, its mean over that cell's models."""
-    from simulate.study.atlas import ATLAS_DIR
+    from simulate.study.atlas import atlas_results
 
     _, fig = built("study_width")
-    points = pd.read_parquet(ATLAS_DIR / "width" / "points.parquet")
+    points = atlas_results("width").points  # one row per model of the study
     full = points[points["steps"] == points["steps"].max()]
-    ok = full[full["status"] == "ok"]
+    ok = full[full["status"] == PointStatus.OK]
     assert f"{len(ok)} of {len(full)} full-length models finished" in fig.get_suptitle(), fig.get_suptitle()
     panels = fig.axes[:3]
     for ax, statistic in zip(panels, ("val_loss", "var_last", "prune_log_ratio")):

@@ -231,6 +231,7 @@ def test_a_judgement_knows_the_versions_its_models_rest_on():
     from simulate.claims.along_axes import judge_levels
     from simulate.claims.judgement import Inference
     from simulate.claims.statistics import ModelStatistics
+    from theory.verdicts import PointStatus
 
     @dataclass(frozen=True)
     class Model:
@@ -238,7 +239,7 @@ def test_a_judgement_knows_the_versions_its_models_rest_on():
         depth: int
         versions: tuple
         scheme: str = "pre"
-        status: str = "ok"
+        status: PointStatus = PointStatus.OK
         profiles: dict = field(default_factory=dict)
 
         @property

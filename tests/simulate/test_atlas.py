@@ -19,16 +19,17 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from simulate.study import read_study, write_reports
-from simulate.study.analysis import load_models
-from simulate.study.atlas import ATLAS_DIR, EARLY_ATLAS_DIR, atlas_studies
-from simulate.study.point_table import point_evidence
 from simulate.claims import CLAIMS, STATISTICS, model_statistics
-from simulate.study.headline import headline_section
-from simulate.study.provenance import results_readme
-from simulate.study.tables import REPORT_FILES
-from simulate.study.tuning import planned_points, resolve_tuning, unplanned_points
+from simulate.study import read_study, write_reports
+from simulate.study.atlas import ATLAS_DIR, EARLY_ATLAS_DIR, atlas_studies
+from simulate.study.judge.tables import REPORT_FILES
+from simulate.study.plan.tuning import planned_points, resolve_tuning, unplanned_points
+from simulate.study.read.models import load_models
+from simulate.study.read.point_table import point_evidence
+from simulate.study.write.headline import headline_section
+from simulate.study.write.provenance import results_readme
 from simulate.sweep.store import read_summary
+from theory.verdicts import PointStatus
 
 ATLASES = {"atlas": ATLAS_DIR, "atlas-400-steps": EARLY_ATLAS_DIR}
 
@@ -54,18 +55,18 @@ def test_every_study_is_shipped_with_what_it_rests_on(atlas):
         shipped.append(results.points)
         assert len(results.points) == len(study.sweep.points), name
         status = results.points.set_index("point")["status"]
-        assert set(status[status != "pending"].index) == finished & {p.key for p in study.sweep.points}, name
-        assert set(status) <= {"ok", "failed", "pending"}
+        assert set(status[status != PointStatus.PENDING].index) == finished & {p.key for p in study.sweep.points}, name
+        assert set(status) <= set(PointStatus)
         expected = {(claim, axis) for claim in study.claims for axis in study.axes}
         assert set(zip(results.trends["claim"], results.trends["axis"])) <= expected, name
-        ok = results.points[results.points["status"] == "ok"]
+        ok = results.points[results.points["status"] == PointStatus.OK]
         assert ok["epochs"].max() < 2.0 if len(ok) else True, f"{name}: a model saw its corpus more than twice"
         if len(ok) == len(results.points) and len(ok):  # a complete study: three seeds, both schemes, every claim
             assert results.points["seed"].nunique() == 3 and set(results.points["scheme"]) == {"pre", "lns"}
             assert set(zip(results.trends["claim"], results.trends["axis"])) == expected, name
             assert ok[list(STATISTICS)].notna().any().all(), f"{name}: a statistic is missing from every model"
     summary = read_summary(folder)  # written by the export from the shipped points' records, not an older run's
-    assert set(summary.loc[summary["status"] == "ok", "point"]) == finished, f"{folder}/summary.csv is stale"
+    assert set(summary.loc[summary["status"] == PointStatus.OK, "point"]) == finished, f"{folder}/summary.csv is stale"
     code = pd.concat(shipped).drop_duplicates("point").set_index("point")["code"]
     stale = {key: version for key, version in summary.set_index("point")["code"].dropna().items()
              if key in code.index and not str(code[key]).startswith(str(version)[:8])}
@@ -191,7 +192,7 @@ def test_a_rerun_of_the_cheapest_model_reproduces_its_row(studies, tmp_path):
     assert record["status"] == "ok", record["error"]
     again = model_statistics(point_evidence(table, 4)).as_dict()
     shipped = read_study(EARLY_ATLAS_DIR, "depth").points
-    cell = shipped[(shipped["depth"] == 4) & (shipped["scheme"] == "pre") & (shipped["status"] == "ok")]
+    cell = shipped[(shipped["depth"] == 4) & (shipped["scheme"] == "pre") & (shipped["status"] == PointStatus.OK)]
     row = cell[cell["seed"] == 0].iloc[0]
     loss = table[(table["table"] == "scores") & (table["name"] == "loss")].iloc[0]
     assert abs(again["val_loss"] - row["val_loss"]) <= 4 * loss["sem"], (again["val_loss"], row["val_loss"])

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from simulate.engine import CONFIDENCE
 from simulate.claims import (CLAIMS, Interval, difference_interval, growth_claim, growth_summary, judge_growth,
                              t_interval, welch_interval)
+from simulate.engine import CONFIDENCE
 from theory.verdicts import GrowthClass, Verdict
 
 ALLOWED = {Verdict.HOLDS, Verdict.VIOLATED, Verdict.INCONCLUSIVE, Verdict.UNRESOLVABLE, Verdict.NOT_MEASURED}
@@ -148,14 +148,15 @@ def test_both_judges_give_one_comparison_one_interval(tiny_claim_runs):
     from types import SimpleNamespace
 
     from simulate.claims import Inference, ModelStatistics, judge_levels, judge_runs, judged_run
+    from theory.verdicts import PointStatus
 
     @dataclass(frozen=True)
-    class StudyModel:  # what the study's judge reads of a model (simulate.study.analysis.Model)
+    class StudyModel:  # what the study's judge reads of a model (simulate.study.read.models.Model)
         scheme: str
         seed: int
         stats: ModelStatistics
         profiles: dict
-        status: str = "ok"
+        status: PointStatus = PointStatus.OK
 
         def cell(self, fields):
             return ()

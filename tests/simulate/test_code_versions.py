@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-import simulate.study.point  # noqa: F401 (registers the task "study")
+import simulate.study.train.point  # noqa: F401 (registers the task "study")
 from simulate.runtime.versions import closure_version
 from simulate.sweep.tasks import TASKS
 

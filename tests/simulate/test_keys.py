@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-import simulate.study.point  # noqa: F401 (registers the task "study")
+import simulate.study.train.point  # noqa: F401 (registers the task "study")
 from simulate.cache import cache_key
 from simulate.runtime.keys import KEY_LENGTH, config_hash, key_inputs, result_key
 from simulate.scores.runs import scores_key

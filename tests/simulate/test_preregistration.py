@@ -1,4 +1,4 @@
-"""A prediction written before its models (simulate.study.across_depth, simulate.study.preregistration, the
+"""A prediction written before its models (simulate.study.judge.across_depth, simulate.study.judge.preregistration, the
 ``--predict`` flag): bad input, the file and what made it, and the judgement of a committed file without refitting.
 
 The study is the shipped atlas's Pre-LN models at lr 3e-3 and 4000 steps (an untuned spec of them: 12 models at
@@ -21,13 +21,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simulate.study.across_depth import PredictionError, prediction_table
 from simulate.study.atlas import ATLAS_DIR
 from simulate.study.cli import main as study_main
-from simulate.study.point_table import last_step_layers
-from simulate.study.preregistration import (PROVENANCE_COLUMNS, first_commit, judge_prediction, judged_summary,
+from simulate.study.judge.across_depth import PredictionError, prediction_table
+from simulate.study.judge.preregistration import (PROVENANCE_COLUMNS, first_commit, judge_prediction, judged_summary,
                                             model_start, write_prediction)
-from simulate.study.spec import load_study
+from simulate.study.plan.spec import load_study
+from simulate.study.read.point_table import last_step_layers
 from simulate.sweep.store import encode_point, read_point, write_point
 from theory.verdicts import BlindTest
 
@@ -183,7 +183,7 @@ def test_the_readme_summary_counts_each_law_s_rows_and_says_when_nothing_was_jud
 def test_a_fixed_rate_row_whose_cell_chose_another_rate_is_not_testable():
     """Where L = 2 chose 3e-3 and the fixed rate is 1e-2, only the tuning seed at the full length trains 1e-2:
     its row is tested, the mean over seeds and the shorter length never can be (not left "pending")."""
-    from simulate.study.preregistration import _never_trained
+    from simulate.study.judge.preregistration import _never_trained
 
     point = lambda lr: SimpleNamespace(setting=SimpleNamespace(scheme="lns", lr=lr, depth=2))  # noqa: E731
     study = SimpleNamespace(stability=(2000, 4000), tune_seeds=(0,), sweep=SimpleNamespace(points=[point(3e-3)]))

@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simulate.study import load_study, parse_study, read_study, run_studies, write_reports
 from simulate.claims import CLAIMS, Kind
+from simulate.study import load_study, parse_study, read_study, run_studies, write_reports
 from simulate.study.cli import main as study_main
 from simulate.sweep import read_point, read_summary
+from theory.verdicts import PointStatus
 
 SPEC = """
 name = "{name}"
@@ -101,7 +102,7 @@ def test_a_points_scores_are_reused_only_when_they_are_its_own(tiny_study, tmp_p
 
     from simulate.runtime import versions
     from simulate.scores import runs
-    from simulate.study.point import _score
+    from simulate.study.train.point import _score
 
     study, out, _ = tiny_study
     point = study.sweep.points[0]
@@ -125,7 +126,7 @@ def test_a_points_scores_are_reused_only_when_they_are_its_own(tiny_study, tmp_p
 def test_the_reports_have_a_row_per_model_claim_and_cell(tiny_study):
     study, out, _ = tiny_study
     results = read_study(out, "tiny")
-    assert len(results.points) == 8 and set(results.points["status"]) == {"ok"}
+    assert len(results.points) == 8 and set(results.points["status"]) == {PointStatus.OK}
     assert results.points["val_loss"].between(0.5, 6.0).all()
     assert len(results.trends) == len(study.claims)  # one axis, one group
     signed = [c for c in study.claims if CLAIMS[c].kind is Kind.SIGNED]
@@ -156,7 +157,7 @@ def test_a_second_run_trains_nothing_and_rewrites_the_same_reports(tiny_study, t
 
 def test_the_extrapolation_predicts_the_deepest_depth_that_has_finished(tiny_study, tmp_path):
     """While a deeper depth is untrained, the test holds out the deepest one with two models per scheme."""
-    from simulate.study.extrapolation_report import write_extrapolation
+    from simulate.study.write.extrapolation_report import write_extrapolation
 
     study, out, _ = tiny_study
     whole = write_extrapolation([study], out).read_text()
@@ -178,7 +179,7 @@ def test_studies_that_share_models_train_them_once(tiny_study, tmp_path):
 
 
 def test_the_union_runs_longest_or_cheapest_first(tmp_path):
-    from simulate.study.runner import point_cost, union_sweep
+    from simulate.study.train.runner import point_cost, union_sweep
 
     study = load_study(_spec(tmp_path, depths="2, 4, 3"))
     longest = [point_cost(p) for p in union_sweep([study], tmp_path).points]
@@ -196,7 +197,7 @@ def test_an_interrupted_training_resumes_to_the_same_model(tmp_path):
     """A point whose run stopped at a checkpoint resumes from it and ends as an uninterrupted run does."""
     from safetensors.torch import load_file
 
-    from simulate.study.runner import union_sweep
+    from simulate.study.train.runner import union_sweep
     from simulate.training import Trainer, TrainConfig, load_corpus
 
     study = load_study(_spec(tmp_path, depths="2, 3"))
@@ -221,7 +222,7 @@ def test_a_failing_model_is_recorded_and_the_study_goes_on(tmp_path):
     assert report.failed == 8 and report.ran == 16
     written = write_reports(study, out)
     results = read_study(out, "hot")
-    failed = results.points[results.points["status"] == "failed"]
+    failed = results.points[results.points["status"] == PointStatus.FAILED]
     assert len(failed) == 8 and (failed["lr"] == 1e20).all()
     assert failed["error"].str.contains("loss is nan at step").all()
     row = results.trends[(results.trends["claim"] == "p1-lns-loss") & (results.trends["group"] == "lr=1e+20")]
@@ -361,11 +362,11 @@ def test_an_export_from_copied_points_alone_is_the_same(tiny_study, tmp_path):
     (copied / "points" / f"{gone}.parquet").unlink()
     assert study_main([spec, "--out", str(copied), "--report-only", "--export", str(tmp_path / "third")]) == 0
     status = read_summary(tmp_path / "third").set_index("point")["status"]
-    assert status[gone] == "pending" and (status.drop(gone) == "ok").all(), status
+    assert status[gone] is PointStatus.PENDING and (status.drop(gone) == PointStatus.OK).all(), status
 
 
 def test_a_results_readme_counts_what_is_pending(tiny_study, tmp_path):
-    from simulate.study.provenance import results_readme
+    from simulate.study.write.provenance import results_readme
 
     study, out, _ = tiny_study
     shutil.copytree(out / "points", tmp_path / "points")
@@ -386,7 +387,7 @@ def test_an_export_into_its_own_directory_is_refused(tiny_study, capsys):
 
 
 def test_a_spawned_worker_knows_the_study_task(tmp_path):
-    """The sweep imports no study: the task "study" is registered by simulate.study.point, and a spawned worker
+    """The sweep imports no study: the task "study" is registered by simulate.study.train.point, and a spawned worker
     of the local engine imports the home module of every registered task before its first point (the pool
     hands it a point at once). A worker that did not know the task would record its points as failed."""
     study = load_study(_spec(tmp_path, depths="2, 3"))
@@ -400,7 +401,7 @@ def test_the_judgement_read_back_is_the_judgement_written(tiny_study):
     """One object from judge to page: the judgement write_reports formats and writes is the one read_study gives
     back, table for table (words as the same enum members, text '' where empty, numbers to the last bit: a CSV of
     17 significant digits), and its summary and headline read the same from either."""
-    from simulate.study.headline import headline_section
+    from simulate.study.write.headline import headline_section
 
     study, out, _ = tiny_study
     judged = write_reports(study, out).judgement

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from theory.verdicts import BlindTest, GrowthClass
 
-from simulate.study.extrapolation import (BLOCK_TERMS, GROWTH_TERMS, LawError, error_intervals, extrapolation_test,
+from simulate.study.judge.extrapolation import (BLOCK_TERMS, GROWTH_TERMS, LawError, error_intervals, extrapolation_test,
                                           fit_growth_law,
                                           IncrementLaw, fit_increment_law,
                                           fit_law, paper_predictions)
@@ -28,7 +28,7 @@ THETA = {"1": 0.04, "l/L": 0.08}  # log(var_l / var_{l-1})
 
 
 def _model(depth: int, seed: int, noise: float, extra_b=lambda l, L: 0.0) -> pd.DataFrame:
-    """One synthetic model's blocks (the columns of :func:`simulate.study.extrapolation.bridge_samples`)."""
+    """One synthetic model's blocks (the columns of :func:`simulate.study.judge.extrapolation.bridge_samples`)."""
     rng = np.random.default_rng(1000 * depth + seed)
     rows, square = [], 0.0004
     for layer in range(1, depth + 1):
@@ -230,7 +230,7 @@ def test_a_law_without_a_width_term_makes_no_prediction_at_the_papers_widths():
     """A law fitted at one width passes its blind test in depth, yet its extrapolation to the papers' sizes is
     withdrawn: it says nothing about another width."""
     from simulate.claims import Inference
-    from simulate.study.extrapolation_report import _law_section
+    from simulate.study.write.extrapolation_report import _law_section
 
     lines, rows = _law_section(_samples(noise=0.01, model=_growth_model), 64, "growth", fit_growth_law, Inference())
     text = "\n".join(lines)

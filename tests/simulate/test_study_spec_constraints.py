@@ -1,4 +1,4 @@
-"""The study spec's declarations (simulate.study.spec STUDY_FIELDS, STUDY_SEEDS): an invalid value of any declared
+"""The study spec's declarations (simulate.study.plan.spec STUDY_FIELDS, STUDY_SEEDS): an invalid value of any declared
 field, generated from its declaration, is refused in one line naming the field and what is allowed; each rule
 between fields is refused in its own line; the list and text kinds they are declared with accept what they say."""
 
@@ -12,7 +12,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from simulate.study.spec import STUDY_FIELDS, STUDY_SEEDS, StudyError, parse_study  # noqa: E402
+from simulate.study.plan.spec import STUDY_FIELDS, STUDY_SEEDS, StudyError, parse_study  # noqa: E402
 from theory.constraints import Integer, ListOf, Real, Text  # noqa: E402
 
 SPEC = {"name": "t", "seeds": 2, "setting": {"preset": "llama", "width": 16, "heads": 2, "tokens": 16},
@@ -49,7 +49,7 @@ def test_the_valid_spec_parses_and_a_field_left_out_takes_its_default():
                                  "confidence", "multiplicity", "bootstrap"}
 
 
-# Each rule between fields, the one raise that states it (simulate.study.spec).
+# Each rule between fields, the one raise that states it (simulate.study.plan.spec).
 @pytest.mark.parametrize("edit, message", [
     ({"study.axes": ["steps"], "study.stability": 0.5},
      "study.axes: 'steps' is swept by the study table itself, not an axis of trends"),

@@ -1,4 +1,4 @@
-"""A study's judgement tables on disk (simulate.study.tables): hand-made level and trend judgements laid out by
+"""A study's judgement tables on disk (simulate.study.judge.tables): hand-made level and trend judgements laid out by
 level_frame and trend_frame, written by write_tables and read back by read_study with every word column
 parsed into its enum (Verdict, GrowthClass, Stability; None for an empty cell); a word no enum knows is
 refused naming the file and the column. And Interval.z, the z every report prints: its own standard error,
@@ -16,10 +16,10 @@ import pytest
 from simulate.claims.definitions import CLAIMS
 from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDesign, TrendJudgement, normal_quantile,
                                        t_interval)
-from simulate.study.tables import REPORT_FILES
-from simulate.study.tables import (LEVEL_COLUMNS, TREND_COLUMNS, StudyJudgement, at_full_length, level_frame,
+from simulate.study.judge.tables import REPORT_FILES
+from simulate.study.judge.tables import (LEVEL_COLUMNS, TREND_COLUMNS, StudyJudgement, at_full_length, level_frame,
                                    read_study, read_verdicts, trend_frame, write_tables)
-from theory.verdicts import GrowthClass, Stability, Verdict
+from theory.verdicts import GrowthClass, PointStatus, Stability, Verdict
 
 LEVEL_FIELDS = ["depth", "steps"]
 TREND_FIELDS = ["width", "steps"]
@@ -77,7 +77,7 @@ def _write(out, levels=None, trends=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     folder.mkdir(parents=True, exist_ok=True)
     levels = level_frame(_levels(), LEVEL_FIELDS) if levels is None else levels
     trends = trend_frame(_trends(), TREND_FIELDS) if trends is None else trends
-    points = pd.DataFrame({"key": ["a1b2"], "status": ["ok"], "depth": [4]})
+    points = pd.DataFrame({"key": ["a1b2"], "status": [PointStatus.OK], "depth": [4]})
     write_tables(folder, StudyJudgement(NAME, points, levels, trends, _calibration()))
     (folder / "study.md").write_text("# tiny\n")
     assert sorted(p.name for p in folder.iterdir()) == sorted(REPORT_FILES)

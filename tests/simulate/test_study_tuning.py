@@ -14,11 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from simulate.claims.definitions import MARGINS
 from simulate.study import load_study, read_study, run_studies, write_reports
 from simulate.study.cli import main as study_main
-from simulate.study.spec import StudyError, parse_study
-from simulate.study.tuning import DIVERGED_LOSS, choose_rate, resolve_tuning, tuning_points, unplanned_points
-from simulate.claims.definitions import MARGINS
+from simulate.study.plan.spec import StudyError, parse_study
+from simulate.study.plan.tuning import DIVERGED_LOSS, choose_rate, resolve_tuning, tuning_points, unplanned_points
 from theory.verdicts import Stability
 
 SPEC = """

@@ -21,6 +21,7 @@ import pytest
 from simulate.runtime.keys import result_key
 from simulate.sweep import SpecError, load_spec, parse_spec, read_point, read_summary, run_sweep
 from theory import Setting
+from theory.verdicts import PointStatus
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -154,7 +155,7 @@ def test_summary_numbers_are_the_simulators(reference):
     final = stored[(stored.metric == "var") & (stored.layer == 24)]["mean"].iloc[0]
     # The summary's number is its point's, read back from summary.csv: exactly from pandas 3 on, within one
     # unit in the last place with pandas 2's default CSV parser (not round-trip exact).
-    assert row.status == "ok" and abs(row.final_var - final) <= np.spacing(final), (row.final_var, final)
+    assert row.status is PointStatus.OK and abs(row.final_var - final) <= np.spacing(final), (row.final_var, final)
     assert record["config"]["seed"] == 1 and record["config"]["setting"]["scheme"] == "lns"
     # The sweep ran with cores // workers torch threads, this run with one: the same numbers up to the order of
     # float32 reductions (pandas' default relative tolerance, 1e-5), not bit for bit.
@@ -198,7 +199,7 @@ def test_an_interrupted_sweep_resumes_with_only_the_missing_points(reference, tm
     assert len(lines) == 1 and f"interrupted by SIGINT after {len(kept)} of 8 points" in lines[0], stderr
     assert lines[0].endswith("re-run the same command to finish"), lines
     partial = read_summary(out)
-    assert (partial.status == "pending").sum() == 8 - len(kept), partial.status.tolist()
+    assert (partial.status == PointStatus.PENDING).sum() == 8 - len(kept), partial.status.tolist()
     assert not [p for p in (out / "points").iterdir() if p.name.startswith(".")], "temporary files left behind"
     resumed = run_sweep(load_spec(spec), out, workers=1)
     assert (resumed.skipped, resumed.ran) == (len(kept), 8 - len(kept)), resumed
@@ -212,7 +213,7 @@ def test_a_failing_point_is_recorded_and_the_sweep_goes_on(tmp_path):
                         "axes": {"depth": [2, 40]}, "options": {"samples": 2, "device": "cpu"}})
     report = run_sweep(sweep, tmp_path / "sweep", workers=1)
     summary = read_summary(tmp_path / "sweep")
-    assert report.ran == 2 and summary.status.tolist() == ["ok", "failed"], summary
+    assert report.ran == 2 and summary.status.tolist() == [PointStatus.OK, PointStatus.FAILED], summary
     failed = summary.iloc[1]
     assert "blow-up" in failed.error and 1 <= failed.blow_up_layer < 40 and np.isnan(failed.final_var), failed
     record, table = read_point(tmp_path / "sweep", failed.point)
@@ -232,7 +233,7 @@ def test_predict_points_carry_the_theory_numbers(tmp_path):
     exact = table[(table.metric == "var") & (table.kind == "exact")]
     law = exact.law.iloc[0]
     expected = exact[(exact.law == law) & (exact.layer == 64)].value.iloc[0]
-    assert summary.status.tolist() == ["ok", "ok"] and summary.final_var.iloc[1] == expected
+    assert summary.status.tolist() == [PointStatus.OK, PointStatus.OK] and summary.final_var.iloc[1] == expected
     assert summary.seed.isna().all()
 
 
@@ -280,7 +281,7 @@ def test_train_points_record_the_trainers_losses(tmp_path):
                         "options": options})
     run_sweep(sweep, tmp_path / "sweep", workers=1)
     summary = read_summary(tmp_path / "sweep")
-    assert summary.status.tolist() == ["ok", "ok"], summary.error.tolist()
+    assert summary.status.tolist() == [PointStatus.OK, PointStatus.OK], summary.error.tolist()
     lns = Setting.preset("llama", width=16, heads=2, tokens=16, depth=2, scheme="lns")
     trainer = Trainer(lns, TrainConfig(steps=4, batch=2, log_every=2, seed=3), load_corpus("docs", 16),
                       torch_cpu(), tmp_path / "direct")

@@ -21,9 +21,9 @@ from simulate.claims.definitions import CLAIMS, MARGINS
 from simulate.claims.judgement import Inference, Interval, size_verdict
 from simulate.claims.trends import direction_verdict, fit_trend
 from simulate.study.atlas import ATLAS_DIR, EARLY_ATLAS_DIR, atlas_studies
-from simulate.study.preregistration import chance_failures
-from simulate.study.rows import change_interval, verdict_interval
-from simulate.study.tables import read_study
+from simulate.study.judge.preregistration import chance_failures
+from simulate.study.judge.rows import change_interval, verdict_interval
+from simulate.study.judge.tables import read_study
 from theory.verdicts import BlindTest, Size, Stability, Verdict
 
 ATLASES = {"atlas": ATLAS_DIR, "atlas-400-steps": EARLY_ATLAS_DIR}

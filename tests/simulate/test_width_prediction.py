@@ -1,6 +1,6 @@
-"""A width study's prediction at a width no model trained (simulate.study.across_width, ``--predict width=D``):
+"""A width study's prediction at a width no model trained (simulate.study.judge.across_width, ``--predict width=D``):
 bad input refused in one line with nothing written, the file checked against a least-squares fit made here, and
-its judgement as first committed (simulate.study.preregistration) at a width left out of the fit.
+its judgement as first committed (simulate.study.judge.preregistration) at a width left out of the fit.
 
 The study is the shipped atlas's models at lr 3e-3 and 4000 steps, Pre-LN and LNS at d = 16, 32, 64 and L = 8, 16,
 32, seeds 0 and 1 (an untuned spec of them, read from results/atlas; the d = 64 ones are the depth study's): seed 0
@@ -20,15 +20,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simulate.study import across_width
-from simulate.study.across_depth import PredictionError
-from simulate.study.across_width import width_prediction_table
 from simulate.study.atlas import ATLAS_DIR
 from simulate.study.cli import main as study_main
-from simulate.study.point_table import last_step_layers
-from simulate.study.preregistration import (PROVENANCE_COLUMNS, judge_prediction, judged_summary, write_judgements,
+from simulate.study.judge import across_width
+from simulate.study.judge.across_depth import PredictionError
+from simulate.study.judge.across_width import width_prediction_table
+from simulate.study.judge.preregistration import (PROVENANCE_COLUMNS, judge_prediction, judged_summary, write_judgements,
                                             write_prediction)
-from simulate.study.spec import load_study
+from simulate.study.plan.spec import load_study
+from simulate.study.read.point_table import last_step_layers
 from simulate.sweep.store import encode_point, read_point, write_point
 from theory.verdicts import BlindTest
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from simulate.study.atlas import ATLAS_DIR
-from simulate.study.spec import load_study
-from simulate.study.tuning import planned_points, resolve_tuning
+from simulate.study.plan.spec import load_study
+from simulate.study.plan.tuning import planned_points, resolve_tuning
 
 SPECS = Path(__file__).resolve().parents[2] / "examples" / "studies" / "atlas"
 

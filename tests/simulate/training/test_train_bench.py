@@ -27,6 +27,6 @@ def test_bench_train_quick_writes_its_row(tmp_path, capsys):
 
 
 def test_the_study_rate_is_the_studies_logging_rate():
-    from simulate.study.point import STUDY_DEFAULTS
+    from simulate.study.train.point import STUDY_DEFAULTS
 
     assert STUDY_LOG_EVERY == STUDY_DEFAULTS["log_every"]

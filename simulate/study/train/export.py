@@ -7,12 +7,12 @@ finished or pending, and per other model copied; written from the points' record
 study directory's is the last round's that ended, which an interrupted or partial run leaves stale),
 each study's ``spec.toml`` (the text of the spec given, so a study folder holding only copied points
 exports too); then the reports are
-written again from the copy (:func:`simulate.study.report.write_reports`), so that they are
+written again from the copy (:func:`simulate.study.write.report.write_reports`), so that they are
 exactly what the copy gives. The run directories (weights, checkpoints, scores' CSVs) stay
 behind. ``results/atlas`` is such a copy.
 
 A tuned study ships every finished model of its grid but those superseded
-(:func:`simulate.study.tuning.unplanned_points`): a model trained at a rate its cell no longer
+(:func:`simulate.study.plan.tuning.unplanned_points`): a model trained at a rate its cell no longer
 chooses (the cell went on past its grid's edge and chose there) is not shipped, and its file is
 removed from an earlier copy; it stays in the study directory. A cell still tuning keeps its
 models, whichever rate it will choose.
@@ -23,8 +23,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from simulate.study.runner import round_sweep, write_specs
-from simulate.study.tuning import unplanned_points
+from simulate.study.plan.tuning import unplanned_points
+from simulate.study.train.runner import round_sweep, write_specs
 from simulate.sweep.store import (POINTS_DIR, encode_point, finished_records, point_path, read_point, summary_table,
                                   write_point, write_summary)
 

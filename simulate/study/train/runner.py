@@ -2,10 +2,10 @@
 
 Layout of ``DIR``::
 
-    DIR/points/KEY.parquet     one trained and scored model (simulate.study.point), as a sweep point
+    DIR/points/KEY.parquet     one trained and scored model (simulate.study.train.point), as a sweep point
     DIR/runs/KEY/              its training run: logs, scores, model.safetensors (not needed by reports)
     DIR/summary.csv            one row per model of all the studies (simulate.sweep.store)
-    DIR/NAME/spec.toml         each study's spec, then its reports (simulate.study.report)
+    DIR/NAME/spec.toml         each study's spec, then its reports (simulate.study.write.report)
 
 Studies that share a model (the same Setting, options and seed) share its point: the
 union of their points runs as one sweep (:func:`simulate.sweep.run_sweep`: resumable, local
@@ -23,8 +23,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from simulate.study.spec import Study, check_names
-from simulate.study.tuning import resolve_studies, tuning_points
+from simulate.study.plan.spec import Study, check_names
+from simulate.study.plan.tuning import resolve_studies, tuning_points
 from simulate.sweep import SweepReport, run_sweep
 from simulate.sweep.spec import Sweep
 from theory.files import write_text_atomic
@@ -85,8 +85,8 @@ def union_sweep(studies: list[Study], out: Path, order: str = "longest", first=f
 
 def round_sweep(studies: list[Study], out: Path, order: str = "longest") -> Sweep:
     """The points one round of :func:`run_studies` runs, given what ``out`` holds: every study's, a tuned
-    study's as far as its cells have chosen (:func:`~simulate.study.tuning.resolve_studies`), the models that
-    tune a rate (:func:`~simulate.study.tuning.tuning_points`) ahead of the others."""
+    study's as far as its cells have chosen (:func:`~simulate.study.plan.tuning.resolve_studies`), the models that
+    tune a rate (:func:`~simulate.study.plan.tuning.tuning_points`) ahead of the others."""
     if not any(study.tuned for study in studies):
         return union_sweep(studies, out, order)
     tuning = [dataclasses.replace(study, sweep=dataclasses.replace(study.sweep,
@@ -109,9 +109,9 @@ def run_studies(studies: list[Study], out: str | Path, *, engine: str = "local",
                 order: str = "longest") -> SweepReport:
     """Run every point of ``studies`` that has no file in ``out`` yet (module docstring); the sweep's report.
 
-    A tuned study (:mod:`simulate.study.tuning`) runs in rounds: each trains the models that tune its
+    A tuned study (:mod:`simulate.study.plan.tuning`) runs in rounds: each trains the models that tune its
     rate and that its cells have reached so far (a cell goes on past its grid's edge,
-    :func:`~simulate.study.tuning.reached_rates`) first, then every seed of the cells that have chosen
+    :func:`~simulate.study.plan.tuning.reached_rates`) first, then every seed of the cells that have chosen
     their rate (the tuning models shared), so that no worker waits for the last cell to choose; the
     rounds end when one has nothing new. The report adds them up.
     """

@@ -11,11 +11,11 @@ A tuned study is read along two *lines*, since its rate moves with depth:
 
 ``fixed``
     every model at one rate per scheme, the rate most of its depths chose
-    (:func:`simulate.study.tuning.fixed_rates`; the tuning seeds train it at every depth, so every
+    (:func:`simulate.study.plan.tuning.fixed_rates`; the tuning seeds train it at every depth, so every
     depth has at least one model there);
 ``tuned``
     every model at its own cell's chosen rate (depth and rate move together), the tuning seed
-    included. The comparisons of :mod:`simulate.study.analysis` leave that seed out (it won its
+    included. The comparisons of :mod:`simulate.study.judge.analysis` leave that seed out (it won its
     cell's tuning, so its ``val_loss`` is the grid's minimum); a law across depth keeps it because
     the prediction committed in ``results/atlas/prediction-L64`` was fitted so, and a judged
     prediction must be read as it was made. The selection is on ``val_loss`` alone, and the
@@ -28,7 +28,7 @@ trained (``steps``): laws are never pooled over lengths.
 new model (the tuning seed's, which trains every rate of the grid, so the fixed line is tested whatever
 the new cell chooses) and for the mean of the study's seeds (tested where the new cell has them on that
 line); ``python -m simulate study ... --predict DEPTH ...`` writes it
-(:mod:`simulate.study.preregistration`).
+(:mod:`simulate.study.judge.preregistration`).
 
 >>> [s.label for s in subjects(("pre", "lns"))][:3]
 ['var_last pre', 'var_last lns', 'var_growth pre']
@@ -44,8 +44,9 @@ import numpy as np
 import pandas as pd
 
 from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
-from simulate.study.analysis import load_models
-from simulate.study.tuning import fixed_rates
+from simulate.study.plan.tuning import fixed_rates
+from simulate.study.read.models import load_models
+from theory.verdicts import PointStatus
 
 __all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "JudgedOn", "PredictionError", "LawData", "subjects",
            "line_rates", "line_models", "subject_samples", "check_targets", "law_data", "line_rate_pair",
@@ -115,7 +116,7 @@ def subjects(schemes) -> list[Subject]:
 
 
 def line_rates(study, models) -> dict[str, dict[str, float]]:
-    """``{line: {scheme: rate}}``: the fixed line's rates (:func:`simulate.study.tuning.fixed_rates` of the
+    """``{line: {scheme: rate}}``: the fixed line's rates (:func:`simulate.study.plan.tuning.fixed_rates` of the
     resolved study's ``models``); an untuned study's one line holds no rate."""
     if not study.tuned:
         return {"trained": {}}
@@ -126,8 +127,8 @@ def line_models(models, chosen: set, line: str, rates: dict[str, float]) -> list
     """The finished models of ``line`` among ``models`` (every model of a tuned study's grid): those at their
     cells' chosen rates (keys ``chosen``; tuned, trained), or at each scheme's fixed rate whatever its cell chose."""
     if line == "fixed":
-        return [m for m in models if m.status == "ok" and rates.get(m.scheme) == m.point.setting.lr]
-    return [m for m in models if m.status == "ok" and m.point.key in chosen]
+        return [m for m in models if m.status is PointStatus.OK and rates.get(m.scheme) == m.point.setting.lr]
+    return [m for m in models if m.status is PointStatus.OK and m.point.key in chosen]
 
 
 def subject_samples(subject: Subject, models) -> pd.DataFrame:
@@ -178,7 +179,7 @@ class LawData(NamedTuple):
 
 
 def law_data(study, out) -> tuple[list[LawData], tuple[int, int], int]:
-    """``(data, counts, judged_seed)`` of a resolved study (:func:`simulate.study.tuning.resolve_tuning`): the
+    """``(data, counts, judged_seed)`` of a resolved study (:func:`simulate.study.plan.tuning.resolve_tuning`): the
     finished models' values per line, subject and length; the numbers of new models each prediction is for (one,
     the study's seeds); the seed a one-model prediction is judged on (the tuning seed's: it trains every rate)."""
     seeds = sorted({p.seed for p in study.sweep.points})
@@ -195,7 +196,7 @@ def law_data(study, out) -> tuple[list[LawData], tuple[int, int], int]:
 
 
 def prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(predictions, fitted)`` of a resolved study (:func:`simulate.study.tuning.resolve_tuning`): one row per
+    """``(predictions, fitted)`` of a resolved study (:func:`simulate.study.plan.tuning.resolve_tuning`): one row per
     subject, law, line, length, target depth and number of new models
     (:data:`PREDICTION_COLUMNS`), and every model value the laws were fitted on (their data).
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.claims.along_axes import IDENTIFIABLE_BLOCKS
-from simulate.study.tables import at_full_length, read_verdicts
+from simulate.study.judge.tables import at_full_length, read_verdicts
 from theory.cli import markdown_table
 from theory.files import write_text_atomic
 from theory.verdicts import Size, Verdict

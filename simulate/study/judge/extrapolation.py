@@ -82,8 +82,9 @@ import pandas as pd
 
 from simulate.claims import (BlindTestJudgement, Inference, Interval, blind_test_verdict, describe_growth,
                              growth_summary, t_interval)
-from simulate.study.point_table import last_step_layers
+from simulate.study.read.point_table import last_step_layers
 from theory.meanfield.bridge import bridge_profile
+from theory.verdicts import PointStatus
 
 __all__ = ["BLOCK_TERMS", "GROWTH_TERMS", "INCREMENT_TERMS", "FIRST_TERMS", "PAPER_SIZES", "INFORMATIVE",
            "where", "BridgeLaw", "GrowthLaw", "IncrementLaw", "LawError", "ExtrapolationTest", "bridge_samples",
@@ -213,7 +214,7 @@ def bridge_samples(models) -> pd.DataFrame:
     ``layer``, ``sigma_in`` (``sqrt var_{l-1}``), ``a``, ``b`` and the measured ``var`` after the block."""
     rows = []
     for model in models:
-        if model.status != "ok":
+        if model.status is not PointStatus.OK:
             continue
         wide = last_step_layers(model.table)  # (L+1, metrics)
         var = wide["var"].to_numpy(float)  # (L+1,)

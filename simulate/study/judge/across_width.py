@@ -1,7 +1,7 @@
 """A width study read across depth and width: laws with a width term fitted on its ``(L, d)`` cells, and their
 predictions at a width no model was trained at (issue 50; docs/studies.md#the-atlas-across-width).
 
-The subjects and lines are the depth study's (:mod:`simulate.study.across_depth`: ``var_last``, ``var_growth``,
+The subjects and lines are the depth study's (:mod:`simulate.study.judge.across_depth`: ``var_last``, ``var_growth``,
 ``prune_log_ratio`` per scheme, ``val_loss`` of LNS minus Pre-LN paired by seed within a width; the ``fixed`` and
 ``tuned`` lines of a tuned study, each training length apart). Each is fitted with every law of
 :data:`simulate.claims.width_laws.WIDTH_LAWS`: the additive law, the interaction a referee would ask for, and the
@@ -10,7 +10,7 @@ of every model of the widest trained cell at the row's depth on its line (``no_c
 lies inside the row's interval (``no_change_inside``): a row whose interval holds it cannot tell a width effect
 from none, and its pass is marked uninformative when it is judged.
 
-``python -m simulate study ... --predict width=128`` writes the table (:mod:`simulate.study.preregistration`),
+``python -m simulate study ... --predict width=128`` writes the table (:mod:`simulate.study.judge.preregistration`),
 to be committed before any model of that width starts.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from simulate.claims.width_laws import WIDTH_LAWS, fit_width_law
-from simulate.study.across_depth import JudgedOn, LawData, PredictionError, check_targets, law_data, line_rate_pair
+from simulate.study.judge.across_depth import JudgedOn, LawData, PredictionError, check_targets, law_data, line_rate_pair
 
 __all__ = ["WIDTH_PREDICTION_COLUMNS", "MIN_LAW_WIDTHS", "width_prediction_table"]
 
@@ -38,7 +38,7 @@ def width_prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFr
     target width, trained depth and number of new models (:data:`WIDTH_PREDICTION_COLUMNS`), and every model value
     the laws were fitted on (finished models only).
 
-    Raises :class:`simulate.study.across_depth.PredictionError` for a study not along width and depth, a target
+    Raises :class:`simulate.study.judge.across_depth.PredictionError` for a study not along width and depth, a target
     inside the trained widths, or fewer than :data:`MIN_LAW_WIDTHS` trained widths.
     """
     if not {"width", "depth"} <= set(study.axes):

@@ -1,6 +1,6 @@
 """A study spec (TOML): a sweep of trained and scored models, the axes its trends run along, its claims.
 
-A study is a sweep whose task is ``study`` (:mod:`simulate.study.point`) plus a ``[study]``
+A study is a sweep whose task is ``study`` (:mod:`simulate.study.train.point`) plus a ``[study]``
 table; everything else is a sweep spec (README "Sweeps"), and an axis may name a training
 option (``steps``) as well as a Setting field::
 
@@ -15,7 +15,7 @@ option (``steps``) as well as a Setting field::
     scheme = ["pre", "lns"]
     depth = [4, 8, 16, 32, 64]
 
-    [options]                       # simulate.study.point: the study recipe by default
+    [options]                       # simulate.study.train.point: the study recipe by default
     steps = 1600
 
     [study]
@@ -34,10 +34,10 @@ trained, with a whole schedule of its own, for ``round(f N)`` steps, and each ve
 is tested for a change: the statistic's change between the two lengths, paired by seed, with its
 interval (``stable`` where it is within a fraction of the level, :mod:`simulate.claims.along_axes`).
 ``tune_lr`` adds the swept field ``lr`` over the grid; a study with it is *tuned*: its models
-are those at each cell's chosen rate (:mod:`simulate.study.tuning`), and ``lr`` is no cell of
+are those at each cell's chosen rate (:mod:`simulate.study.plan.tuning`), and ``lr`` is no cell of
 its own (LNS and Pre-LN are compared each at its own rate). ``tune_lr_beyond`` lists rates
 outside the grid: a cell whose best rate so far is at an edge of what it tried goes on to the
-next of these rates past that edge, one at a time (:func:`simulate.study.tuning.reached_rates`).
+next of these rates past that edge, one at a time (:func:`simulate.study.plan.tuning.reached_rates`).
 
 Bad input raises :class:`StudyError`, one line naming the key. What each field of the
 ``[study]`` table may hold is declared once, in :data:`STUDY_FIELDS` (a field left out takes its
@@ -58,7 +58,7 @@ among the study's seeds and the rates beyond outside the grid; a field the study
 >>> parse_study({"axes": {"depth": [2]}, "seeds": 2, "study": {"axes": ["depth"]}})
 Traceback (most recent call last):
 ...
-simulate.study.spec.StudyError: study.axes: 'depth' has one value (2): a trend needs at least two
+simulate.study.plan.spec.StudyError: study.axes: 'depth' has one value (2): a trend needs at least two
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from pathlib import Path
 
 from simulate.claims.definitions import CLAIMS, applicable_claims
 from simulate.claims.judgement import INFERENCE_FIELDS, Inference
-from simulate.study.point import STUDY_DEFAULTS  # also registers the sweep task "study"
+from simulate.study.train.point import STUDY_DEFAULTS  # also registers the sweep task "study"
 from simulate.sweep.spec import SPEC_KEYS, SpecError, Sweep, parse_spec, read_spec
 from theory.constraints import Choice, ConstraintError, Integer, ListOf, Optional, Real, Text, check_fields
 
@@ -117,7 +117,7 @@ class Study:
     tune_lr: tuple[float, ...] = ()  # the grid of a tuned study
     tune_seeds: tuple[int, ...] = ()
     tune_lr_beyond: tuple[float, ...] = ()  # rates past the grid's edges, tried where a cell's best is at one
-    candidates: Sweep | None = None  # a tuned study resolved: every model of its grid (simulate.study.tuning)
+    candidates: Sweep | None = None  # a tuned study resolved: every model of its grid (simulate.study.plan.tuning)
     inference: Inference = Inference()  # confidence, multiplicity method, bootstrap resamples of its reports
 
     @property

@@ -1,4 +1,4 @@
-"""A study point's long table (:data:`simulate.study.point.RAW_COLUMNS`) read as the claims' evidence.
+"""A study point's long table (:data:`simulate.study.train.point.RAW_COLUMNS`) read as the claims' evidence.
 
 The only reader of the long table's rows: :func:`point_evidence` turns the ``layers``
 (every logged step's ``var``), ``scores`` and ``loss`` rows of one point into its

@@ -1,5 +1,5 @@
 """The headline answers of a depth study: the questions of :data:`simulate.claims.definitions.QUESTIONS`, each
-answered from the study's judgement (:class:`simulate.study.tables.StudyJudgement`) at the full length, with what
+answered from the study's judgement (:class:`simulate.study.judge.tables.StudyJudgement`) at the full length, with what
 it rests on and whether it holds still.
 
 A shipped atlas (``results/atlas/README.md``) answers (docs/studies.md#headline-answers):
@@ -25,8 +25,8 @@ import pandas as pd
 
 from simulate.claims.definitions import CLAIMS, QUESTIONS
 from simulate.claims.judgement import level_label
-from simulate.study.rows import interval_words, size_words, stability_words, value_text, verdict_interval
-from simulate.study.tables import at_full_length
+from simulate.study.judge.rows import interval_words, size_words, stability_words, value_text, verdict_interval
+from simulate.study.judge.tables import at_full_length
 from theory.cli import markdown_table
 
 __all__ = ["headline_section"]
@@ -164,7 +164,7 @@ def _growth_question(question, trends, held) -> list[str]:
 
 def headline_section(judgement, study) -> list[str]:
     """Markdown lines answering :data:`~simulate.claims.definitions.QUESTIONS` from ``study``'s ``judgement``
-    (:class:`~simulate.study.tables.StudyJudgement`); empty for a study that does not run along depth."""
+    (:class:`~simulate.study.judge.tables.StudyJudgement`); empty for a study that does not run along depth."""
     if "depth" not in study.axes:
         return []
     levels, trends = at_full_length(judgement.levels), at_full_length(judgement.trends)

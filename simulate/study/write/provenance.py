@@ -1,7 +1,7 @@
 """A results folder's ``README.md``: what is in it, what made it, and how to go on.
 
 ``python -m simulate study ... --export DEST`` writes it beside the copy
-(:mod:`simulate.study.export`), from the copied points alone, so that it cannot disagree with
+(:mod:`simulate.study.train.export`), from the copied points alone, so that it cannot disagree with
 them: how many of the planned models are there (ok, failed) and how many are pending, the
 models per cell of each study, the code versions and hosts of their records, the time span in
 which they finished and their CPU time, the command that exported the folder and the one that
@@ -17,12 +17,13 @@ import dataclasses
 import platform
 from pathlib import Path
 
-from simulate.study.analysis import distinct_models
-from simulate.study.headline import headline_section
-from simulate.study.preregistration import judged_summary
-from simulate.study.rows import value_text
-from simulate.study.tuning import planned_points, unplanned_points
+from simulate.study.judge.preregistration import judged_summary
+from simulate.study.judge.rows import value_text
+from simulate.study.plan.tuning import planned_points, unplanned_points
+from simulate.study.read.models import distinct_models
+from simulate.study.write.headline import headline_section
 from theory.files import atomic_write
+from theory.verdicts import PointStatus
 
 __all__ = ["README", "results_readme", "write_results_readme"]
 
@@ -38,13 +39,13 @@ def _cell_line(name: str, cells: dict[tuple, tuple[int, int]]) -> str:
 
 def _study_cells(study, models, unknown: int) -> dict[tuple, tuple[int, int]]:
     """(axis values..., scheme) -> (finished models, planned models) of one study; a tuned study's cells that
-    have not chosen their rate yet plan ``unknown`` more models between them (simulate.study.tuning)."""
+    have not chosen their rate yet plan ``unknown`` more models between them (simulate.study.plan.tuning)."""
     fields = [f for f in study.axes if f != "scheme"]  # the coupled fields (heads of a width) follow them
     cells: dict[tuple, tuple[int, int]] = {}
     for model in models:
         key = (*model.cell(fields), model.scheme)
         done, planned = cells.get(key, (0, 0))
-        cells[key] = (done + (model.status != "pending"), planned + 1)
+        cells[key] = (done + (model.status is not PointStatus.PENDING), planned + 1)
     if unknown:
         resolved = {p.key for p in study.sweep.points}
         chosen = {(*m.cell(fields), m.scheme) for m in models if m.point.key in resolved}
@@ -68,8 +69,8 @@ def results_readme(studies, judgements: dict, folder: str, specs: list[str], out
     per_study = {study.name: [distinct[p.key] for p in planned[study.name][0]] for study in studies}
     unknown = sum(count for _, count in planned.values())
     provisional = len({p.key for study in studies for p in unplanned_points(study, folder)[1]} - set(distinct))
-    records = [m.record for m in distinct.values() if m.status != "pending"]
-    ok = sum(r["status"] == "ok" for r in records)
+    records = [m.record for m in distinct.values() if m.status is not PointStatus.PENDING]
+    ok = sum(m.status is PointStatus.OK for m in distinct.values())
     headlines = [r.get("headline") or {} for r in records]
     versions = {name: sorted({h.get(key) or "not recorded" for h in headlines})
                 for key, name in (("code", "code"), ("data", "corpus"), ("python", "Python"), ("torch", "torch"))}

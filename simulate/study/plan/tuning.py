@@ -1,6 +1,6 @@
 """The peak learning rate tuned per scheme and cell: which models tune, which rate each cell chose.
 
-A tuned study (``[study] tune_lr = [...]``, :mod:`simulate.study.spec`) sweeps ``lr`` over
+A tuned study (``[study] tune_lr = [...]``, :mod:`simulate.study.plan.spec`) sweeps ``lr`` over
 its grid. Its *tuning cell* is one scheme and one value of each swept field but ``lr``,
 ``steps`` and the seed: the rate is tuned at the study's full length ``N`` and the models of
 a stability study's shorter length use the rate their cell chose at ``N`` (the same recipe,
@@ -36,7 +36,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from simulate.sweep.store import finished_records
+from simulate.sweep.store import finished_records, record_status
+from theory.verdicts import PointStatus
 
 __all__ = ["DIVERGED_LOSS", "tuning_cell", "tuning_points", "choose_rate", "reached_rates", "tuning_table",
            "resolve_tuning", "planned_points", "unplanned_points", "fixed_rates", "resolve_studies"]
@@ -111,7 +112,7 @@ def _cells(study, out) -> tuple[dict[tuple, dict[float, list | None]], list]:
         if any(records.get(p.key) is None for p in points):
             return None
         return [float((records[p.key].get("headline") or {}).get("val_loss", math.nan))
-                if records[p.key]["status"] == "ok" else math.nan for p in points]
+                if record_status(records[p.key]) is PointStatus.OK else math.nan for p in points]
 
     cells, reached = {}, []
     for cell, by_rate in by_cell.items():
@@ -198,7 +199,7 @@ def unplanned_points(study, out) -> tuple[list, list]:
 def fixed_rates(study, models) -> dict[str, float]:
     """Each scheme's *fixed* rate: the rate most of its tuning cells chose (a tie: the one its last cell chose,
     cells in order of their values), read from ``models``, a resolved study's models (each at its cell's
-    chosen rate). The comparisons along an axis at one rate held fixed use it (simulate.study.analysis).
+    chosen rate). The comparisons along an axis at one rate held fixed use it (simulate.study.judge.analysis).
 
     >>> from types import SimpleNamespace as Record
     >>> study = Record(cell_fields=lambda: ("depth",))

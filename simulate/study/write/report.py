@@ -1,8 +1,8 @@
 """A study's report files in ``DIR/NAME/``: ``points.parquet``, ``levels.csv``, ``trends.csv``, ``calibration.csv``,
 ``study.md``.
 
-The tables are the study's judgement (:func:`simulate.study.analysis.judge_study`), written by
-:mod:`simulate.study.tables` (columns: docs/formats.md, section "study"); ``study.md`` formats the same
+The tables are the study's judgement (:func:`simulate.study.judge.analysis.judge_study`), written by
+:mod:`simulate.study.judge.tables` (columns: docs/formats.md, section "study"); ``study.md`` formats the same
 object (:func:`study_markdown`) and is what a
 reader wants first: how the study was made (command, the versions its models rest on and where they
 mix, dates, how many models ran, failed or are pending, the inference settings it ran with,
@@ -25,12 +25,13 @@ import pandas as pd
 
 from simulate.claims import CLAIMS, Kind
 from simulate.claims.judgement import level_label
-from simulate.study.analysis import VERSION_COLUMNS, judge_study, load_models
-from simulate.study.rows import interval_words, size_words, stability_words, verdict_interval
-from simulate.study.tables import StudyJudgement, write_tables
+from simulate.study.judge.analysis import judge_study
+from simulate.study.judge.rows import interval_words, size_words, stability_words, status_tally, verdict_interval
+from simulate.study.judge.tables import StudyJudgement, write_tables
+from simulate.study.read.models import VERSION_COLUMNS, load_models
 from theory.cli import markdown_table
 from theory.files import write_text_atomic
-from theory.verdicts import GrowthClass, Verdict
+from theory.verdicts import GrowthClass, PointStatus, Verdict
 
 __all__ = ["EPOCH_WARNING", "Written", "write_reports", "study_markdown"]
 
@@ -55,7 +56,7 @@ def _warnings(points: pd.DataFrame) -> list[str]:
     for row in over.itertuples():
         lines.append(f"model {row.point} (scheme {row.scheme}, seed {row.seed}) saw {row.epochs:.2f} epochs of its "
                      f"corpus (more than {EPOCH_WARNING:g}): it may have overfitted")
-    for row in points[points["status"] == "failed"].itertuples():
+    for row in points[points["status"] == PointStatus.FAILED].itertuples():
         lines.append(f"model {row.point} (scheme {row.scheme}, seed {row.seed}) failed: {row.error}")
     return lines
 
@@ -69,7 +70,7 @@ def _p_pair(raw: float, adjusted: float) -> str:
 
 def _versions(points: pd.DataFrame) -> list[str]:
     """What the models rest on: each version column's values with their counts, and a warning where they mix."""
-    ok = points[points["status"] != "pending"]
+    ok = points[points["status"] != PointStatus.PENDING]
     lines, mixed = [], []
     for column in VERSION_COLUMNS:
         counts = ok[column].replace("", "not recorded").value_counts()
@@ -95,15 +96,13 @@ def _mixed(levels: pd.DataFrame, trends: pd.DataFrame) -> list[str]:
 
 
 def _header(study, points: pd.DataFrame, command: str) -> list[str]:
-    counts = points["status"].value_counts()
     finished = points["finished_at"].replace("", pd.NA).dropna()
     seconds = points[["train_s", "score_s"]].sum().sum()
     inference = study.inference
     level = level_label(inference.confidence)
     lines = [f"# Study `{study.name}`", "",
              f"- Command: `{command}`",
-             f"- Models: {len(points)} ({counts.get('ok', 0)} ok, {counts.get('failed', 0)} failed, "
-             f"{counts.get('pending', 0)} pending); trend axes: {', '.join(study.axes)}; schemes: "
+             f"- Models: {len(points)} ({status_tally(points['status'])}); trend axes: {', '.join(study.axes)}; schemes: "
              f"{', '.join(study.schemes())}; seeds: {points['seed'].nunique()}",
              *_versions(points),
              f"- Trained between {finished.min()} and {finished.max()}" if len(finished) else "- Not trained yet",
@@ -135,7 +134,7 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
                      "stable where it lies inside the claim's margin, declared before the data "
                      "(simulate.claims.definitions.MARGINS, with its reason), moves where it lies beyond it, cannot "
                      "tell else (two one-sided tests)")
-    slopes = points.loc[points["status"] == "ok", "loss_slope"].dropna() if "loss_slope" in points else []
+    slopes = points.loc[points["status"] == PointStatus.OK, "loss_slope"].dropna() if "loss_slope" in points else []
     if len(slopes):
         lines.append(f"- Convergence: training-loss slope over the last quarter of the steps, per 1000 steps: median "
                      f"{slopes.median():.3g}, from {slopes.min():.3g} to {slopes.max():.3g} over {len(slopes)} models")
@@ -282,7 +281,7 @@ def _sensitivity_section(study, candidates) -> list[str]:
         return []
     fields = [f for f in study.cell_fields() if f != "steps"]
     full = study.stability[1] if study.stability else None
-    tuning = [m for m in candidates if m.status == "ok" and m.seed in study.tune_seeds
+    tuning = [m for m in candidates if m.status is PointStatus.OK and m.seed in study.tune_seeds
               and (full is None or m.value("steps") == full)]
     rows = []
     for claim in (CLAIMS[n] for n in study.claims if CLAIMS[n].kind is Kind.SIGNED and not CLAIMS[n].paired):
@@ -314,11 +313,11 @@ def study_markdown(study, judgement: StudyJudgement, command: str, candidates=()
 
 
 def write_reports(study, out, command: str | None = None) -> Written:
-    """Read ``study``'s models from ``out``, judge them (:func:`simulate.study.analysis.judge_study`) and write the
+    """Read ``study``'s models from ``out``, judge them (:func:`simulate.study.judge.analysis.judge_study`) and write the
     judgement's files and ``study.md`` into ``out/NAME``."""
     import dataclasses
 
-    from simulate.study.tuning import resolve_tuning, tuning_table
+    from simulate.study.plan.tuning import resolve_tuning, tuning_table
 
     out = Path(out)
     folder = out / study.name
@@ -332,5 +331,5 @@ def write_reports(study, out, command: str | None = None) -> Written:
     write_text_atomic(folder / "study.md", study_markdown(
         study, judgement, command or f"python -m simulate study SPEC --out {out}", candidates))
     points = judgement.points
-    return Written(folder, judgement, int((points["status"] == "ok").sum()), len(judgement.trends),
+    return Written(folder, judgement, int((points["status"] == PointStatus.OK).sum()), len(judgement.trends),
                    len(_warnings(points)))

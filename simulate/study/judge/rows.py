@@ -3,7 +3,7 @@ size, its stability, a swept value; the one place each of these is formatted, fo
 results README's headline answers, the atlas tables, the figures' captions).
 
 A row is a level's (``mean``, ``low``, ``high``, ``confidence``) or a trend's (``slope`` ..., the family's
-``family_low`` ...) as :class:`simulate.study.tables.StudyJudgement` holds it, whether just judged or read back
+``family_low`` ...) as :class:`simulate.study.judge.tables.StudyJudgement` holds it, whether just judged or read back
 from the files (the two are equal: tests/simulate/test_study.py::test_the_judgement_read_back_is_the_judgement_written).
 
 >>> row = pd.Series({"claim": "p1-lns-loss", "slope": 0.5, "low": 0.1, "high": 0.9, "confidence": 0.95,
@@ -17,15 +17,28 @@ from the files (the two are equal: tests/simulate/test_study.py::test_the_judgem
 from __future__ import annotations
 
 import math
+from collections import Counter
 from enum import Enum
 
 import pandas as pd
 
 from simulate.claims import CLAIMS
 from simulate.claims.judgement import Interval, describe_size, describe_stability, level_label
+from theory.verdicts import PointStatus
 
-__all__ = ["verdict_interval", "change_interval", "interval_words", "size_words", "stability_words", "value_text",
+__all__ = ["status_tally", "verdict_interval", "change_interval", "interval_words", "size_words", "stability_words", "value_text",
            "cell_text"]
+
+
+def status_tally(statuses) -> str:
+    """The models counted by status, every status named (``statuses``: :class:`~theory.verdicts.PointStatus`
+    members, e.g. a judgement's ``points["status"]``).
+
+    >>> status_tally([PointStatus.OK, PointStatus.OK, PointStatus.PENDING])
+    '2 ok, 0 failed, 1 pending'
+    """
+    counts = Counter(statuses)
+    return ", ".join(f"{counts[status]} {status}" for status in PointStatus)
 
 
 def cell_text(value) -> str:

@@ -1,7 +1,7 @@
 """``DIR/extrapolation.md`` and ``DIR/extrapolation.csv``: the variance laws of a set of studies, tested and extrapolated.
 
 With a study whose axes include ``depth`` (the atlas's ``depth``), the laws of
-:mod:`simulate.study.extrapolation` are fitted per scheme on every model of the given
+:mod:`simulate.study.judge.extrapolation` are fitted per scheme on every model of the given
 studies trained with that study's recipe (the same Setting and options but for depth, width
 and its linked fields, and training length), except the deepest depth, which is predicted
 without being used (the extrapolation test, on the depth study's own models of that depth;
@@ -10,7 +10,7 @@ A second blind test holds out another slice where the models have one (:data:`SE
 the widest models, fitted on the narrower ones, and the longest-trained, fitted on the shorter.
 Every blind test is judged per training length of its held-out models, never pooled. Then the
 laws that passed every blind test they had, informatively, and have a width term are run at the
-papers' sizes (:data:`simulate.study.extrapolation.PAPER_SIZES`), labelled as extrapolations
+papers' sizes (:data:`simulate.study.judge.extrapolation.PAPER_SIZES`), labelled as extrapolations
 beyond the range they were fitted on (read from their models). Beside these laws of one profile,
 the laws across depth of ``log var_L`` (:mod:`simulate.claims.depth_laws`) are tested the same way,
 on the held-out depth per training length.
@@ -19,7 +19,7 @@ and quantity (columns ``scheme, law, kind, name, value, low, high, detail``; kin
 (bridge), ``theta`` (growth), ``psi`` (increment) and ``gamma`` for the coefficients,
 ``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
 deepest fitted depth, ``blind test`` for each length's verdict (``passes``, ``passes, uninformative``
-where the interval is wider than :data:`simulate.study.extrapolation.INFORMATIVE`, ``fails``, or
+where the interval is wider than :data:`simulate.study.judge.extrapolation.INFORMATIVE`, ``fails``, or
 ``untested``: the held-out mean error with the law's prediction interval), ``blind test (width)``,
 ``blind test (steps)`` for the second ones and ``blind test (across depth)``, ``paper`` for the
 extrapolations, which only informative passes get).
@@ -36,17 +36,17 @@ import pandas as pd
 
 from simulate.claims import BlindTestJudgement, Interval, blind_test_verdict, level_label
 from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
-from simulate.study.analysis import distinct_models
-from simulate.study.extrapolation import (INFORMATIVE, LawError, bridge_samples, error_intervals,
+from simulate.study.judge.extrapolation import (INFORMATIVE, LawError, bridge_samples, error_intervals,
                                           extrapolation_test, fit_growth_law, fit_increment_law, fit_law, formula,
                                           paper_predictions, where)
+from simulate.study.read.models import distinct_models
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
-from theory.verdicts import BlindTest, GrowthClass
+from theory.verdicts import BlindTest, GrowthClass, PointStatus
 
 __all__ = ["LAWS", "SECOND_SLICES", "recipe_models", "write_extrapolation"]
 
-# the laws reported, in order (simulate.study.extrapolation)
+# the laws reported, in order (simulate.study.judge.extrapolation)
 LAWS = {"bridge": fit_law, "growth": fit_growth_law, "increment": fit_increment_law}
 
 _FREE_SETTING = ("depth", "width", "heads", "ffn_width")
@@ -75,7 +75,7 @@ def _held_out_depth(depth_study, models, keys: set) -> tuple[int, int]:
     planned = max(p.setting.depth for p in depth_study.sweep.points)
     schemes = {p.setting.scheme for p in depth_study.sweep.points}
     finished = Counter((m.point.setting.depth, m.point.setting.scheme) for m in models
-                       if m.status == "ok" and m.point.key in keys)
+                       if m.status is PointStatus.OK and m.point.key in keys)
     tested = [depth for depth in sorted({d for d, _ in finished}, reverse=True)
               if all(finished[depth, scheme] >= 2 for scheme in schemes)]
     return (tested[0] if tested else planned), planned

@@ -1,10 +1,10 @@
 """A study's judgement, in memory and on disk: :class:`StudyJudgement`, and the only writer and reader of its files
 ``points.parquet``, ``levels.csv``, ``trends.csv``, ``calibration.csv`` and ``tuning.csv``.
 
-:func:`simulate.study.analysis.judge_study` makes a :class:`StudyJudgement` from a study's models,
+:func:`simulate.study.judge.analysis.judge_study` makes a :class:`StudyJudgement` from a study's models,
 :func:`write_tables` writes it, :func:`read_study` reads it back equal (the round trip:
 tests/simulate/test_study.py::test_the_judgement_read_back_is_the_judgement_written); every page formats the object it is given
-(:mod:`simulate.study.report`, :mod:`simulate.study.headline`, :mod:`simulate.study.provenance`).
+(:mod:`simulate.study.write.report`, :mod:`simulate.study.write.headline`, :mod:`simulate.study.write.provenance`).
 
 :func:`level_frame` and :func:`trend_frame` lay the judges' typed records
 (:class:`~simulate.claims.judgement.Judgement`, :class:`~simulate.claims.judgement.TrendJudgement`)
@@ -36,9 +36,9 @@ from pathlib import Path
 import pandas as pd
 
 from simulate.claims.trends import describe_crossing
-from simulate.study.rows import interval_words, size_words
+from simulate.study.judge.rows import interval_words, size_words, status_tally
 from theory.files import atomic_write
-from theory.verdicts import GrowthClass, Size, Stability, Verdict
+from theory.verdicts import GrowthClass, PointStatus, Size, Stability, Verdict
 
 __all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TEXT_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyJudgement",
            "level_frame", "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length"]
@@ -54,10 +54,10 @@ TREND_COLUMNS = ("claim", "source", "statistic", "scheme", "axis", "group", "lin
                  "change_high", "change_confidence", "change_dof", "margin",
                  "versions")  # the group's fields come after "axis"
 TABLE_FILES = ("levels.csv", "trends.csv", "calibration.csv")
-REPORT_FILES = ("points.parquet", *TABLE_FILES, "study.md")  # a study's reports (simulate.study.report)
+REPORT_FILES = ("points.parquet", *TABLE_FILES, "study.md")  # a study's reports (simulate.study.write.report)
 TEXT_COLUMNS = ("claim", "source", "statistic", "scheme", "method", "detail", "axis", "group", "line", "direction",
                 "shape", "crossing", "needs")  # '' where empty, in memory and read back
-_WORDS = {"verdict": Verdict, "size": Size, "growth_class": GrowthClass, "stability": Stability}
+_WORDS = {"verdict": Verdict, "size": Size, "growth_class": GrowthClass, "stability": Stability, "status": PointStatus}
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class StudyJudgement:
     study's rates (``tuning``; None for an untuned one). Word columns hold the enums of :mod:`theory.verdicts`,
     text columns '' where empty (:data:`TEXT_COLUMNS`); columns: docs/formats.md#simulate-study.
 
-    Made by :func:`simulate.study.analysis.judge_study` or read back by :func:`read_study`: the two are equal.
+    Made by :func:`simulate.study.judge.analysis.judge_study` or read back by :func:`read_study`: the two are equal.
     """
 
     name: str
@@ -86,9 +86,7 @@ class StudyJudgement:
         """A few lines to read first: the models by status, then each trend at the full length (along ``axis``
         only, if given) with the interval its verdict reads, its verdict and its answer against the papers' size,
         then each claim's level verdicts counted (``study.md`` has the rest)."""
-        counts = self.points["status"].value_counts()
-        lines = [f"Study {self.name}: {len(self.points)} models ({counts.get('ok', 0)} ok, {counts.get('failed', 0)} "
-                 f"failed, {counts.get('pending', 0)} pending)"]
+        lines = [f"Study {self.name}: {len(self.points)} models ({status_tally(self.points['status'])})"]
         trends = at_full_length(self.trends)
         shown = trends[trends["axis"] == axis] if axis else trends
         for _, row in shown.iterrows():
@@ -172,7 +170,7 @@ def write_tables(folder: Path, judgement: StudyJudgement) -> None:
     """Every table of ``judgement`` into ``folder`` (:meth:`StudyJudgement.frames`), each written whole."""
     for name, frame in judgement.frames().items():
         if name.endswith(".parquet"):
-            atomic_write(Path(folder) / name, lambda temp, frame=frame: frame.to_parquet(temp, index=False))
+            atomic_write(Path(folder) / name, lambda temp, frame=frame: _words_out(frame).to_parquet(temp, index=False))
         else:
             atomic_write(Path(folder) / name, lambda temp, frame=frame: _words_out(frame).to_csv(temp, index=False))
 
@@ -193,12 +191,13 @@ def read_study(out, name: str) -> StudyJudgement:
             raise FileNotFoundError(f"{folder / file}: no such study report (run python -m simulate study)")
     tables = [_read_table(folder / file) for file in TABLE_FILES]
     tuning = pd.read_csv(folder / "tuning.csv") if (folder / "tuning.csv").is_file() else None
-    return StudyJudgement(name, pd.read_parquet(folder / "points.parquet"), *tables, tuning)
+    points = _parse_words(pd.read_parquet(folder / "points.parquet"), "points.parquet")
+    return StudyJudgement(name, points, *tables, tuning)
 
 
 def read_verdicts(out, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(levels, trends)`` of a study's reports with their verdicts parsed, every other word column left as it
-    was written: a run's reports written by an earlier version, for comparing two runs (simulate.study.changes).
+    was written: a run's reports written by an earlier version, for comparing two runs (simulate.study.judge.changes).
     FileNotFoundError naming a missing file."""
     folder = Path(out) / name
     frames = []

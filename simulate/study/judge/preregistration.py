@@ -1,9 +1,9 @@
 """A prediction written down before the models that test it train, and its judgement, without refitting.
 
 ``python -m simulate study SPEC --out DIR --predict DEPTH [DEPTH ...]`` fits the laws across depth
-of a depth study on its finished cells (:mod:`simulate.study.across_depth`) and writes
+of a depth study on its finished cells (:mod:`simulate.study.judge.across_depth`) and writes
 ``DIR/prediction-LDEPTH.csv`` and ``.md`` (named by the first depth given); ``--predict width=D ...`` fits the
-laws across depth and width of a width study (:mod:`simulate.study.across_width`) and writes
+laws across depth and width of a width study (:mod:`simulate.study.judge.across_width`) and writes
 ``DIR/prediction-dD.csv`` and ``.md``. Either holds every prediction with
 its interval, and what made it (:data:`PROVENANCE_COLUMNS`: the commit and the code digest of the
 modules that fitted the laws, the digest of the values they were fitted on, when). Committed alone,
@@ -55,12 +55,12 @@ from scipy import stats
 from simulate.claims.along_axes import unresolved_drops
 from simulate.claims.judgement import blind_test_verdict, level_label
 from simulate.runtime.versions import ROOT, closure_version
-from simulate.study.across_depth import JudgedOn, Subject, prediction_table, subject_samples
-from simulate.study.across_width import width_prediction_table
-from simulate.study.analysis import load_models
+from simulate.study.judge.across_depth import JudgedOn, Subject, prediction_table, subject_samples
+from simulate.study.judge.across_width import width_prediction_table
+from simulate.study.read.models import load_models
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
-from theory.verdicts import BlindTest
+from theory.verdicts import BlindTest, PointStatus
 
 __all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "FITTED_SUFFIX", "REFIT_RTOL", "values_moved", "Commit",
            "Judged", "prediction_axis", "prediction_name", "write_prediction", "first_commit", "model_start",
@@ -149,11 +149,11 @@ def write_prediction(study, out, targets, command: str, axis: str = "depth") -> 
     values they were fitted on to ``<prediction_name>-fitted.csv`` (every bit: commit it with the file, so a
     judgement can tell models retrained since from a rounding); the CSV's path.
 
-    Raises :class:`simulate.study.across_depth.PredictionError` (one line) before writing anything."""
+    Raises :class:`simulate.study.judge.across_depth.PredictionError` (one line) before writing anything."""
     out = Path(out)
     table, fitted = (prediction_table if axis == "depth" else width_prediction_table)(study, out, targets)
     made_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    provenance = dict(zip(PROVENANCE_COLUMNS, (_head(ROOT), closure_version("simulate.study.preregistration"),
+    provenance = dict(zip(PROVENANCE_COLUMNS, (_head(ROOT), closure_version("simulate.study.judge.preregistration"),
                                                _data_digest(fitted, axis), made_at)))
     table = table.assign(**provenance)
     name = prediction_name(targets, axis)
@@ -287,7 +287,7 @@ def _line_models(models, chosen: set, row) -> list:
     """The finished models of a row's line at its depth (and width, for a width prediction's row) and length: at the
     rates the file wrote (fixed), or at their cell's chosen rate."""
     width = getattr(row, "width", None)
-    here = [m for m in models if m.status == "ok" and m.value("depth") == row.depth and m.value("steps") == row.steps
+    here = [m for m in models if m.status is PointStatus.OK and m.value("depth") == row.depth and m.value("steps") == row.steps
             and (width is None or m.value("width") == width)]
     if row.line != "fixed":
         return [m for m in here if m.point.key in chosen]
@@ -373,7 +373,7 @@ def judge_prediction(path, study, out) -> Judged:
         written = pd.read_csv(StringIO(commit.text))
     every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
     predicted = set(written[axis])
-    starts = [model_start(m.record) for m in every if m.status != "pending" and m.value(axis) in predicted]
+    starts = [model_start(m.record) for m in every if m.status is not PointStatus.PENDING and m.value(axis) in predicted]
     first = min(starts) if starts else None
     problem = ""
     if commit is None:
@@ -570,7 +570,7 @@ def _chance_words(rows: pd.DataFrame, target: str) -> str:
     return (f"{target}: {observed} rows fail, {passes[BlindTest.PASSES]} pass informatively, "
             f"{passes[BlindTest.PASSES_UNINFORMATIVE]} pass uninformatively; if every law were right, {expected:.1f} "
             f"would fail by chance on average and at most {high:.0f} in 95 % of simulated judgements (rows on one "
-            f"model share its draw: simulate.study.preregistration.chance_failures): {verdict}")
+            f"model share its draw: simulate.study.judge.preregistration.chance_failures): {verdict}")
 
 
 def judged_summary(folder) -> list[str]:
