@@ -19,7 +19,7 @@ import pandas as pd
 from paper_figs.studies import atlas_name, gain_labels
 from simulate.study.atlas import atlas_results, atlas_studies
 from simulate.study.judge.rows import cell_text, interval_words
-from theory.verdicts import PointStatus, Verdict
+from theory.verdicts import PointStatus, RateLine, Verdict
 
 __all__ = ["SHOWN_TREND_COLUMNS", "DRAWN_LINES", "shipped_models", "models_sentence", "study_overview",
            "trend_table", "verdict_counts", "verdict_lines", "gain_trend_lines", "extrapolation_laws"]
@@ -29,7 +29,7 @@ SHOWN_TREND_COLUMNS = ("claim", "scheme", "axis", "group", "line", "slope per e-
                        "stability", "n", "failed", "pending", "shape", "crossing")
 # The lines whose cells a study's levels.csv holds, so the lines the atlas figures draw: a tuned study's tuned line
 # (its fixed line is judged in the trends alone), an untuned study's one line (simulate.study.judge.analysis.levels_table).
-DRAWN_LINES = ("tuned", "trained")
+DRAWN_LINES = (RateLine.TUNED, RateLine.TRAINED)
 
 
 def shipped_models(folder) -> dict:
@@ -111,7 +111,7 @@ def verdict_lines(trends: pd.DataFrame) -> list[str]:
     order): the claims whose direction holds and those violated.
 
     >>> t = pd.DataFrame({"atlas": "atlas", "study": "depth", "axis": "depth", "group": "all", "claim": "p1-lns-prune",
-    ...                   "line": ["tuned", "fixed"], "direction": "rises", "verdict": Verdict.VIOLATED})
+    ...                   "line": [RateLine.TUNED, RateLine.FIXED], "direction": "rises", "verdict": Verdict.VIOLATED})
     >>> print("\\n".join(verdict_lines(t)))
     atlas/depth, along depth (all), line tuned: holds none; violated p1-lns-prune
     atlas/depth, along depth (all), line fixed (not drawn in the figures): holds none; violated p1-lns-prune
@@ -140,7 +140,7 @@ def gain_trend_lines(trends: pd.DataFrame) -> list[str]:
     return out
 
 
-def _line_words(line: str) -> str:
+def _line_words(line: RateLine) -> str:
     """``line NAME``, and that the figures do not draw it where they do not (:data:`DRAWN_LINES`)."""
     return f"line {line}" + ("" if line in DRAWN_LINES else " (not drawn in the figures)")
 

@@ -41,7 +41,7 @@ from paper_figs.style import METRIC_LABELS, new_figure, place_legend, save_figur
 from simulate.claims import CLAIMS, t_interval
 from simulate.runtime.versions import ROOT
 from simulate.study.atlas import ATLAS_DIR, atlas_models, atlas_results, atlas_studies
-from theory.verdicts import PointStatus
+from theory.verdicts import PointStatus, RateLine
 
 __all__ = ["SCHEME_LABELS", "SCHEME_COLORS", "AXIS_LABELS", "LINTHRESH", "study_depth", "study_pruning",
            "study_lns_gain", "study_width", "depth_figure", "pruning_figure", "lns_gain_figure", "width_figure", "gain_labels", "axis_band",
@@ -108,7 +108,7 @@ def study_caption(results, name: str, full_length_only: bool = False, levels: bo
         kept = set(points["seed"]) - set(study.tune_seeds)
         left = ", ".join(map(str, study.tune_seeds))
         seeds = f"{len(kept)} seeds (tuning seed{'s' * (len(study.tune_seeds) > 1)} {left} left out)"
-        rates = "the tuned line" + (" (the fixed-rate line not drawn)" if "fixed" in set(report.trends["line"]) else "")
+        rates = "the tuned line" + (" (the fixed-rate line not drawn)" if RateLine.FIXED in set(report.trends["line"]) else "")
     return f"{atlas_name(results)}, study {name}: {length}, {seeds}, {rates}"
 
 

@@ -1,4 +1,4 @@
-"""No verdict, class, blind-test or status word is compared as a string outside its enum's module.
+"""No verdict, class, blind-test, status or rate-line word is compared as a string outside its enum's module.
 
 A judgement's word is an enum member (:mod:`theory.verdicts`); code that compares it with a literal
 (``verdict == "holds"``, ``label in ("exponential", ...)``, ``.isin(["holds"])``, a dict keyed by a
@@ -13,31 +13,32 @@ import ast
 import json
 from pathlib import Path
 
-from theory.verdicts import AccuracyClass, BlindTest, GrowthClass, PointStatus, Stability, Verdict
+from theory.verdicts import AccuracyClass, BlindTest, GrowthClass, PointStatus, RateLine, Stability, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("theory", "simulate", "paper_figs", "tools")
 ENUM_MODULE = ROOT / "theory" / "verdicts.py"
 WORDS = {member.value for kind in (Verdict, GrowthClass, BlindTest, Stability, AccuracyClass) for member in kind}
-# A point's status (ok, failed, pending) is also other things' word (a tuning cell's state, a trend table's count
-# column, BlindTest.PENDING): it is an offence where it is compared with a status (an expression naming ``status``)
-# or is a word above compared anywhere.
-STATUS_WORDS = {member.value for member in PointStatus}
+# A point's status (ok, failed, pending) and a rate line (fixed, trained, tuned) are also other things' words (a
+# tuning cell's state, a trend table's count column, BlindTest.PENDING, a column "trained"): such a word is an offence
+# where it is compared with what names its kind (an expression naming ``status``, ``line``), or is a word above.
+CONTEXT_WORDS = {"status": {member.value for member in PointStatus}, "line": {member.value for member in RateLine}}
 
 
-def _word_constants(node, status: bool = False) -> list[str]:
-    """The word literals in ``node``: a string constant, or the elements of a literal list, tuple or set; a status
-    word only where ``status`` (it is compared with a status) and it is no other enum's word."""
+def _word_constants(node, kinds: frozenset = frozenset()) -> list[str]:
+    """The word literals in ``node``: a string constant, or the elements of a literal list, tuple or set; a word of
+    :data:`CONTEXT_WORDS` only where its kind is in ``kinds`` (what it is compared with names that kind)."""
     items = node.elts if isinstance(node, (ast.List, ast.Tuple, ast.Set)) else [node]
-    words = (WORDS - STATUS_WORDS) | (STATUS_WORDS if status else set())
+    words = (WORDS - set().union(*CONTEXT_WORDS.values())).union(*(CONTEXT_WORDS[kind] for kind in kinds))
     return [item.value for item in items if isinstance(item, ast.Constant) and item.value in words]
 
 
-def _names_status(nodes) -> bool:
-    """Whether any of ``nodes`` names a status: an attribute ``.status``, a subscript ``["status"]``, a name
-    ``status``."""
-    return any(isinstance(n, ast.Attribute) and n.attr == "status" or isinstance(n, ast.Name) and n.id == "status"
-               or isinstance(n, ast.Constant) and n.value == "status" for node in nodes for n in ast.walk(node))
+def _kinds_named(nodes) -> frozenset:
+    """The kinds of :data:`CONTEXT_WORDS` that ``nodes`` name: as an attribute (``m.status``), a subscript's key
+    (``points["status"]``) or a name (``line``)."""
+    return frozenset(kind for kind in CONTEXT_WORDS for node in nodes for n in ast.walk(node)
+                     if isinstance(n, ast.Attribute) and n.attr == kind or isinstance(n, ast.Name) and n.id == kind
+                     or isinstance(n, ast.Constant) and n.value == kind)
 
 
 def _notebook_code(path: Path) -> list[tuple[str, str]]:
@@ -60,9 +61,9 @@ def _source_offences(name: str, source: str) -> list[str]:
         words = []
         if isinstance(node, ast.Compare):
             sides = (node.left, *node.comparators)
-            words = [w for side in sides for w in _word_constants(side, _names_status(sides))]
+            words = [w for side in sides for w in _word_constants(side, _kinds_named(sides))]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "isin":
-            words = [w for arg in node.args for w in _word_constants(arg, _names_status([node.func.value]))]
+            words = [w for arg in node.args for w in _word_constants(arg, _kinds_named([node.func.value]))]
         elif isinstance(node, ast.Dict):
             words = [w for key in node.keys if key is not None for w in _word_constants(key)]
         if words:
@@ -91,10 +92,10 @@ def test_the_check_sees_a_comparison_of_a_word():
     sample = ROOT / "tests" / "_words_sample.py"
     sample.write_text('v == "holds"\nx in ("violated", "inconclusive")\nt.isin(["stable"])\n{"passes": 1}\n'
                       'f["exponential"]\nm.status == "ok"\npoints["status"] != "pending"\ncell == "pending"\n'
-                      '{"failed": 1}\n')
+                      '{"failed": 1}\nrow.line != "fixed"\nlevel == "fixed"\n')
     try:
         found = _offences(sample)
     finally:
         sample.unlink()
-    assert len(found) == 6 and all("_words_sample.py" in line for line in found), found
-    assert {line.split(":")[1] for line in found} == {"1", "2", "3", "4", "6", "7"}, found
+    assert len(found) == 7 and all("_words_sample.py" in line for line in found), found
+    assert {line.split(":")[1] for line in found} == {"1", "2", "3", "4", "6", "7", "10"}, found

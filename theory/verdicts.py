@@ -16,13 +16,16 @@ Traceback (most recent call last):
 ValueError: 'hold' is not a Verdict word: one of holds, holds as a bound, holds approximately, ...
 >>> f"{GrowthClass.EXPONENTIAL:>12}|", Stability.parse("moves").name
 (' exponential|', 'MOVES')
+>>> sorted([Stability.MOVES, Stability.STABLE])  # a word sorts by its place in its enum (tables group by words)
+[<Stability.STABLE: 'stable'>, <Stability.MOVES: 'moves'>]
 """
 
 from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["Word", "Verdict", "Size", "GrowthClass", "BlindTest", "Stability", "AccuracyClass", "PointStatus"]
+__all__ = ["Word", "Verdict", "Size", "GrowthClass", "BlindTest", "Stability", "AccuracyClass", "PointStatus",
+           "RateLine"]
 
 
 class Word(Enum):
@@ -33,6 +36,13 @@ class Word(Enum):
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
+
+    def __lt__(self, other):
+        """Declaration order within one enum (pandas sorts the keys it groups by); no order across enums."""
+        if type(other) is not type(self):
+            return NotImplemented
+        members = list(type(self))
+        return members.index(self) < members.index(other)
 
     @classmethod
     def parse(cls, word):
@@ -113,6 +123,15 @@ class PointStatus(Word):
     OK = "ok"  # run (trained, scored) and recorded
     FAILED = "failed"  # recorded with its error (a blow-up, another code version), what was measured kept
     PENDING = "pending"  # planned, no record on disk yet
+
+
+class RateLine(Word):
+    """Which models a study's comparison reads (``simulate.study.judge.analysis.comparison_lines``): its line.
+    Declared in the order of the words, so that a table sorted by its line keeps the order it had as text."""
+
+    FIXED = "fixed"  # each scheme at one rate in every cell (the one most cells chose), where that differs
+    TRAINED = "trained"  # an untuned study: every model
+    TUNED = "tuned"  # each cell at the rate it chose, the tuning seeds left out (they chose it)
 
 
 class Stability(Word):

@@ -38,7 +38,7 @@ machine.
 >>> from simulate.claims.definitions import CLAIMS
 >>> from simulate.claims.judgement import TrendDesign
 >>> design = TrendDesign((4.0, 8.0, 16.0, 32.0, 64.0), (3, 3, 3, 3, 3), 1.0, 2.0)
->>> trend = Trend(claim=CLAIMS["p2-depth-jac"], axis="depth", direction=-1, design=design, line="trained")
+>>> trend = Trend(claim=CLAIMS["p2-depth-jac"], axis="depth", direction=-1, design=design, line=RateLine.TRAINED)
 >>> table = calibrate([trend], Inference(), studies=200)
 >>> rates = table[table["claim"] == "p2-depth-jac"].set_index("scenario")["rate"]
 >>> rates.round(3).to_dict()  # the old rules' false verdicts: a cell effect 1.3 times the seeds' spread, a step
@@ -56,7 +56,7 @@ from scipy import stats
 
 from simulate.claims.judgement import Inference, Interval, detectable_slope, size_verdict
 from simulate.claims.trends import Trend, cell_means_slope, direction_verdict
-from theory.verdicts import Size, Verdict
+from theory.verdicts import RateLine, Size, Verdict
 
 __all__ = ["SCENARIOS", "CALIBRATION_COLUMNS", "calibrate"]
 

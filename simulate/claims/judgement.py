@@ -47,7 +47,7 @@ from scipy import integrate, optimize, stats
 from simulate.claims.definitions import Claim, Reference
 from simulate.engine import CONFIDENCE
 from theory.constraints import Choice, Integer, Real, check_fields
-from theory.verdicts import BlindTest, GrowthClass, Size, Stability, Verdict
+from theory.verdicts import BlindTest, GrowthClass, RateLine, Size, Stability, Verdict
 
 __all__ = ["POWER", "Interval", "NO_INTERVAL", "Difference", "t_interval", "welch_interval", "difference_interval",
            "share_interval", "level_label", "normal_quantile", "detectable_slope", "unless_unresolvable",
@@ -524,7 +524,7 @@ class TrendDesign(NamedTuple):
 @dataclass(frozen=True)
 class TrendJudgement:
     """A claim judged along one axis of a study (:mod:`simulate.claims.trends`): the group of fixed fields, the
-    rate line (``tuned``, ``fixed`` or ``trained``), the models, the cell-means slope per e-fold with its raw
+    rate line (:class:`~theory.verdicts.RateLine`), the models, the cell-means slope per e-fold with its raw
     and adjusted p, the interval the verdicts read (``family``: at the family's level for a member of the family,
     else the slope's own), the claimed direction, the verdict, the size verdict against the papers' slope, the
     number of rates along the cells (more than one: the slope is fitted within runs of one rate), the cells' shape
@@ -534,7 +534,7 @@ class TrendJudgement:
     statistic: str
     axis: str
     group: dict
-    line: str
+    line: RateLine
     n: int
     failed: int
     pending: int

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from simulate.claims.along_axes import _change, needs
-from simulate.claims.growth import growth_verdict
 from simulate.claims.definitions import CLAIMS
+from simulate.claims.growth import growth_verdict
 from simulate.claims.growth import EXPONENT_TOLERANCE
 from simulate.claims.judgement import NO_INTERVAL, Interval, stability_verdict, t_interval
 from simulate.claims.judgement import detectable_slope
@@ -231,7 +231,7 @@ def test_a_judgement_knows_the_versions_its_models_rest_on():
     from simulate.claims.along_axes import judge_levels
     from simulate.claims.judgement import Inference
     from simulate.claims.statistics import ModelStatistics
-    from theory.verdicts import PointStatus
+    from theory.verdicts import PointStatus, RateLine
 
     @dataclass(frozen=True)
     class Model:
@@ -253,5 +253,5 @@ def test_a_judgement_knows_the_versions_its_models_rest_on():
               Model(0, 8, ("a", "d", "3.11", "2.13")), Model(1, 8, ("a", "d", "3.11", "2.13"))]
     study = SimpleNamespace(claims=["p1-thm-3.3-prune"], cell_fields=lambda: ("depth",), inference=Inference(),
                             stability=None)
-    rests = {j.cell["depth"]: len(j.rests_on) for j in judge_levels(study, {"trained": models})}
+    rests = {j.cell["depth"]: len(j.rests_on) for j in judge_levels(study, {RateLine.TRAINED: models})}
     assert rests == {4: 2, 8: 1}, rests

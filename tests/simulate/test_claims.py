@@ -148,7 +148,7 @@ def test_both_judges_give_one_comparison_one_interval(tiny_claim_runs):
     from types import SimpleNamespace
 
     from simulate.claims import Inference, ModelStatistics, judge_levels, judge_runs, judged_run
-    from theory.verdicts import PointStatus
+    from theory.verdicts import PointStatus, RateLine
 
     @dataclass(frozen=True)
     class StudyModel:  # what the study's judge reads of a model (simulate.study.read.models.Model)
@@ -169,7 +169,7 @@ def test_both_judges_give_one_comparison_one_interval(tiny_claim_runs):
               for r in runs]
     claim_ids = ["p1-lns-loss", "p1-lns-prune", "p1-thm-3.3-jac", "p1-thm-3.3-prune"]  # signed: the growth claims
     study = SimpleNamespace(claims=claim_ids, cell_fields=lambda: (), inference=Inference(), stability=None)
-    levels = judge_levels(study, {"trained": models})  # are judged across depth in a study, not per cell
+    levels = judge_levels(study, {RateLine.TRAINED: models})  # are judged across depth in a study, not per cell
     assert len(levels) == 4, [(j.claim.id, j.statistic) for j in levels]
     for ours in levels:
         theirs = trained[(ours.claim.id, ours.statistic)]

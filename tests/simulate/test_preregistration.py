@@ -25,11 +25,11 @@ from simulate.study.atlas import ATLAS_DIR
 from simulate.study.cli import main as study_main
 from simulate.study.judge.across_depth import PredictionError, prediction_table
 from simulate.study.judge.preregistration import (PROVENANCE_COLUMNS, first_commit, judge_prediction, judged_summary,
-                                            model_start, write_prediction)
+                                                  model_start, read_prediction, write_prediction)
 from simulate.study.plan.spec import load_study
 from simulate.study.read.point_table import last_step_layers
 from simulate.sweep.store import encode_point, read_point, write_point
-from theory.verdicts import BlindTest
+from theory.verdicts import BlindTest, RateLine
 
 SPEC = """
 name = "depth"
@@ -112,8 +112,8 @@ def predicted(tmp_path_factory):
 
 def test_the_prediction_file_says_what_made_it(predicted):
     _, out, path = predicted
-    table = pd.read_csv(path)
-    assert set(table["depth"]) == {32, 2} and set(table["line"]) == {"trained"}
+    table = read_prediction(path)
+    assert set(table["depth"]) == {32, 2} and set(table["line"]) == {RateLine.TRAINED}
     assert table[list(PROVENANCE_COLUMNS)].notna().all().all() and table["code"].nunique() == 1
     assert (table["low"] < table["estimate"]).all() and (table["estimate"] < table["high"]).all()
     assert set(table["fitted_depths"]) == {"4 8 16"} and "var_last" in set(table["statistic"])
@@ -163,7 +163,7 @@ def test_the_readme_summary_counts_each_law_s_rows_and_says_when_nothing_was_jud
     no blind test (nothing could be judged) reads "Not judged"."""
     verdicts = [str(BlindTest.PASSES), str(BlindTest.FAILS), str(BlindTest.PENDING), str(BlindTest.FAILS)]
     rows = pd.DataFrame({"depth": [64] * 4, "statistic": ["var_last"] * 4, "scheme": ["pre"] * 4,
-                         "law": ["power"] * 4, "line": ["fixed"] * 3 + ["tuned"], "confidence": [0.9] * 4,
+                         "law": ["power"] * 4, "line": [RateLine.FIXED] * 3 + [RateLine.TUNED], "confidence": [0.9] * 4,
                          "steps": [4000] * 4, "judged_on": ["seed 0", "seed 1", "seed 2", "seed 1"],
                          "blind_test": verdicts})
     rows.to_csv(tmp_path / "prediction-L64-judged.csv", index=False)
@@ -187,11 +187,11 @@ def test_a_fixed_rate_row_whose_cell_chose_another_rate_is_not_testable():
 
     point = lambda lr: SimpleNamespace(setting=SimpleNamespace(scheme="lns", lr=lr, depth=2))  # noqa: E731
     study = SimpleNamespace(stability=(2000, 4000), tune_seeds=(0,), sweep=SimpleNamespace(points=[point(3e-3)]))
-    row = lambda judged_on, steps, line="fixed", lr=1e-2: SimpleNamespace(  # noqa: E731
+    row = lambda judged_on, steps, line=RateLine.FIXED, lr=1e-2: SimpleNamespace(  # noqa: E731
         line=line, judged_on=judged_on, steps=steps, scheme="lns", lr=lr, lr_second=math.nan, depth=2)
     assert not _never_trained(row("seed 0", 4000), study)
     assert _never_trained(row("mean of 3 seeds", 4000), study) and _never_trained(row("seed 0", 2000), study)
     assert not _never_trained(row("mean of 3 seeds", 4000, lr=3e-3), study)  # the rate the cell chose
-    assert not _never_trained(row("mean of 3 seeds", 4000, line="tuned"), study)
+    assert not _never_trained(row("mean of 3 seeds", 4000, line=RateLine.TUNED), study)
     pending = SimpleNamespace(stability=(2000, 4000), tune_seeds=(0,), sweep=SimpleNamespace(points=[]))
     assert not _never_trained(row("mean of 3 seeds", 4000), pending), "a cell still tuning may yet choose it"

@@ -19,7 +19,7 @@ from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDe
 from simulate.study.judge.tables import REPORT_FILES
 from simulate.study.judge.tables import (LEVEL_COLUMNS, TREND_COLUMNS, StudyJudgement, at_full_length, level_frame,
                                    read_study, read_verdicts, trend_frame, write_tables)
-from theory.verdicts import GrowthClass, PointStatus, Stability, Verdict
+from theory.verdicts import GrowthClass, PointStatus, RateLine, Stability, Verdict
 
 LEVEL_FIELDS = ["depth", "steps"]
 TREND_FIELDS = ["width", "steps"]
@@ -48,25 +48,25 @@ def _trends() -> list[TrendJudgement]:
     design = TrendDesign((4.0, 8.0, 16.0, 32.0), (3, 3, 3, 3), 1e-4, 3e-4)
     slope = Interval(-0.03, -0.05, -0.01, 0.95, "cell means, t on cells - 2", 0.0046)
     return [
-        TrendJudgement(loss, "val_loss", "depth", {"width": 64, "steps": 1600}, "tuned", 12, 0, 0, 4, slope, 0.2,
+        TrendJudgement(loss, "val_loss", "depth", {"width": 64, "steps": 1600}, RateLine.TUNED, 12, 0, 0, 4, slope, 0.2,
                        0.04, 0.08, -1, Verdict.HOLDS, shape="falls monotonically", detectable=0.02,
                        stability=Stability.STABLE, change=Interval(0.002, -0.001, 0.005, 0.95), design=design,
                        in_family=True),
-        TrendJudgement(jac, "jac_dev_total", "depth", {"width": 64, "steps": 1600}, "fixed", 12, 1, 0, 4,
+        TrendJudgement(jac, "jac_dev_total", "depth", {"width": 64, "steps": 1600}, RateLine.FIXED, 12, 1, 0, 4,
                        Interval(0.1, -0.4, 0.6, 0.95), 0.01, 0.6, 1.0, -1, Verdict.UNRESOLVABLE,
                        shape="not monotone: rises 4..8, falls 8..32", needs="6 seeds per cell; or about 6 cells "
                        "(to 128) at 3 seeds", stability=Stability.MOVES, design=design, in_family=True),
-        TrendJudgement(loss, "val_loss", "lr", {"width": 64, "steps": 1600}, "tuned", 9, 0, 2, 3,
+        TrendJudgement(loss, "val_loss", "lr", {"width": 64, "steps": 1600}, RateLine.TUNED, 9, 0, 2, 3,
                        Interval(0.5, 0.1, 0.9, 0.95), math.nan, math.nan, math.nan, None, Verdict.NO_DIRECTION),
-        TrendJudgement(loss, "val_loss", "width", {"steps": 800}, "tuned", 6, 0, 0, 2, Interval(0.01), math.nan,
+        TrendJudgement(loss, "val_loss", "width", {"steps": 800}, RateLine.TUNED, 6, 0, 0, 2, Interval(0.01), math.nan,
                        math.nan, math.nan, -1, Verdict.TOO_FEW_AXIS_VALUES, stability=Stability.CANNOT_TELL),
-        TrendJudgement(growth, "var_last", "depth", {}, "trained", 12, 0, 0, 4, Interval(2.3, 2.1, 2.5, 0.95), 0.3,
+        TrendJudgement(growth, "var_last", "depth", {}, RateLine.TRAINED, 12, 0, 0, 4, Interval(2.3, 2.1, 2.5, 0.95), 0.3,
                        math.nan, math.nan, None, Verdict.VIOLATED),
     ]
 
 
 def _calibration() -> pd.DataFrame:
-    return pd.DataFrame([{"scenario": "no trend", "claim": "p1-lns-loss", "statistic": "val_loss", "line": "tuned",
+    return pd.DataFrame([{"scenario": "no trend", "claim": "p1-lns-loss", "statistic": "val_loss", "line": RateLine.TUNED,
                           "cells": 4, "seeds": 3.0, "cell_to_seed": 1.3, "rate": 0.045, "rate_se": 0.0066,
                           "detectable": 0.02, "reference": -0.032, "studies": 1000}])
 

@@ -24,7 +24,7 @@ from simulate.study.atlas import ATLAS_DIR, EARLY_ATLAS_DIR, atlas_studies
 from simulate.study.judge.preregistration import chance_failures
 from simulate.study.judge.rows import change_interval, verdict_interval
 from simulate.study.judge.tables import read_study
-from theory.verdicts import BlindTest, Size, Stability, Verdict
+from theory.verdicts import BlindTest, RateLine, Size, Stability, Verdict
 
 ATLASES = {"atlas": ATLAS_DIR, "atlas-400-steps": EARLY_ATLAS_DIR}
 LOSS = CLAIMS["p1-lns-loss"]
@@ -113,7 +113,7 @@ def test_the_readme_s_first_headline_answer_says_what_the_atlas_says_of_p1_s_siz
     assert tuned and f"{LOSS.reference_trend('depth'):.3g}" in tuned[0], tuned
     assert "depth and width moved together" in tuned[0]
     results = read_study(ATLAS_DIR, "depth")
-    row = results.trends[(results.trends["claim"] == "p1-lns-loss") & (results.trends["line"] == "tuned")
+    row = results.trends[(results.trends["claim"] == "p1-lns-loss") & (results.trends["line"] == RateLine.TUNED)
                          & (results.trends["steps"] == results.trends["steps"].max())].iloc[0]
     assert str(row["size"]) in tuned[0]
 

@@ -46,7 +46,7 @@ import pandas as pd
 from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
 from simulate.study.plan.tuning import fixed_rates
 from simulate.study.read.models import load_models
-from theory.verdicts import PointStatus
+from theory.verdicts import PointStatus, RateLine
 
 __all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "JudgedOn", "PredictionError", "LawData", "subjects",
            "line_rates", "line_models", "subject_samples", "check_targets", "law_data", "line_rate_pair",
@@ -115,18 +115,18 @@ def subjects(schemes) -> list[Subject]:
     return found
 
 
-def line_rates(study, models) -> dict[str, dict[str, float]]:
+def line_rates(study, models) -> dict[RateLine, dict[str, float]]:
     """``{line: {scheme: rate}}``: the fixed line's rates (:func:`simulate.study.plan.tuning.fixed_rates` of the
     resolved study's ``models``); an untuned study's one line holds no rate."""
     if not study.tuned:
-        return {"trained": {}}
-    return {"fixed": fixed_rates(study, models), "tuned": {}}
+        return {RateLine.TRAINED: {}}
+    return {RateLine.FIXED: fixed_rates(study, models), RateLine.TUNED: {}}
 
 
-def line_models(models, chosen: set, line: str, rates: dict[str, float]) -> list:
+def line_models(models, chosen: set, line: RateLine, rates: dict[str, float]) -> list:
     """The finished models of ``line`` among ``models`` (every model of a tuned study's grid): those at their
     cells' chosen rates (keys ``chosen``; tuned, trained), or at each scheme's fixed rate whatever its cell chose."""
-    if line == "fixed":
+    if line is RateLine.FIXED:
         return [m for m in models if m.status is PointStatus.OK and rates.get(m.scheme) == m.point.setting.lr]
     return [m for m in models if m.status is PointStatus.OK and m.point.key in chosen]
 
@@ -167,7 +167,7 @@ def check_targets(targets, trained, axis: str, minimum: int) -> None:
 class LawData(NamedTuple):
     """The values one law is fitted on: a line (with its fixed rates), a subject, a training length."""
 
-    line: str
+    line: RateLine
     rates: dict
     subject: Subject
     steps: int

@@ -32,6 +32,7 @@ from simulate.claims.along_axes import judge_levels, judge_trends
 from simulate.claims.calibration import calibrate
 from simulate.study.judge.tables import StudyJudgement, level_frame, trend_frame
 from simulate.study.read.models import VERSION_COLUMNS, Model
+from theory.verdicts import RateLine
 
 __all__ = ["points_table", "comparison_lines", "levels_table", "trends_table", "calibration_table", "judge_study"]
 
@@ -59,16 +60,16 @@ def points_table(study, models: list[Model]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def comparison_lines(study, models: list[Model]) -> dict[str, list[Model]]:
+def comparison_lines(study, models: list[Model]) -> dict[RateLine, list[Model]]:
     """The lines of models the comparisons use (module docstring)."""
     if not study.tuned:
-        return {"trained": models}
+        return {RateLine.TRAINED: models}
     from simulate.study.plan.tuning import fixed_rates
 
     tuned = [m for m in models if m.seed not in study.tune_seeds]
     rates = fixed_rates(study, models)
     fixed = [m for m in tuned if rates.get(m.scheme) == m.point.setting.lr]
-    return {"tuned": tuned, **({"fixed": fixed} if len(fixed) < len(tuned) else {})}
+    return {RateLine.TUNED: tuned, **({RateLine.FIXED: fixed} if len(fixed) < len(tuned) else {})}
 
 
 def levels_table(study, models: list[Model]) -> pd.DataFrame:

@@ -60,10 +60,10 @@ from simulate.study.judge.across_width import width_prediction_table
 from simulate.study.read.models import load_models
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
-from theory.verdicts import BlindTest, PointStatus
+from theory.verdicts import BlindTest, PointStatus, RateLine
 
 __all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "FITTED_SUFFIX", "REFIT_RTOL", "values_moved", "Commit",
-           "Judged", "prediction_axis", "prediction_name", "write_prediction", "first_commit", "model_start",
+           "Judged", "prediction_axis", "read_prediction", "prediction_name", "write_prediction", "first_commit", "model_start",
            "judge_prediction", "chance_failures", "judged_markdown", "write_judgements", "judged_summary"]
 
 PREFIX = "prediction-L"  # a depth study's predictions at other depths (judged here)
@@ -79,6 +79,17 @@ def prediction_axis(name: str) -> str:
     ('depth', 'width')
     """
     return "width" if Path(name).name.startswith(WIDTH_PREFIX) else "depth"
+
+
+def read_prediction(source) -> pd.DataFrame:
+    """A prediction file (or its judged copy) read back: a path or a text buffer, empty cells missing, each row's
+    ``line`` parsed into its :class:`~theory.verdicts.RateLine` (ValueError naming an unknown word).
+
+    >>> read_prediction(StringIO("statistic,line,lr\\nvar_last,fixed,0.003\\nvar_last,tuned,\\n"))["line"].tolist()
+    [<RateLine.FIXED: 'fixed'>, <RateLine.TUNED: 'tuned'>]
+    """
+    rows = pd.read_csv(source, keep_default_na=False, na_values=[""])
+    return rows.assign(line=pd.Series([RateLine.parse(word) for word in rows["line"]], index=rows.index, dtype=object))
 
 
 def prediction_name(targets, axis: str = "depth") -> str:
@@ -117,7 +128,7 @@ def _fitted_rows(fitted: pd.DataFrame, axis: str = "depth") -> pd.DataFrame:
     prediction's also by width."""
     columns = ["statistic", "scheme", "line", "steps", "depth", *(["width"] if axis == "width" else []), "seed",
                "points", "value"]
-    return fitted[columns].sort_values(columns[:-2]).astype({"value": float}).reset_index(drop=True)
+    return fitted[columns].astype({"line": str, "value": float}).sort_values(columns[:-2]).reset_index(drop=True)
 
 
 def _data_digest(fitted: pd.DataFrame, axis: str = "depth") -> str:
@@ -239,7 +250,7 @@ def _line_sections(table: pd.DataFrame, columns, **texts) -> list[str]:
 
 def _rate_label(row) -> str:
     if math.isnan(row.lr):
-        return "chosen" if row.line != "fixed" else ""
+        return "chosen" if row.line is not RateLine.FIXED else ""
     return f"{row.lr:g}" + (f" - {row.lr_second:g}" if not math.isnan(row.lr_second) else "")
 
 
@@ -289,7 +300,7 @@ def _line_models(models, chosen: set, row) -> list:
     width = getattr(row, "width", None)
     here = [m for m in models if m.status is PointStatus.OK and m.value("depth") == row.depth and m.value("steps") == row.steps
             and (width is None or m.value("width") == width)]
-    if row.line != "fixed":
+    if row.line is not RateLine.FIXED:
         return [m for m in here if m.point.key in chosen]
     rates = dict(zip(row.scheme.split("-"), (row.lr, row.lr_second)))
     return [m for m in here if rates.get(m.scheme) == m.point.setting.lr]
@@ -368,9 +379,7 @@ def judge_prediction(path, study, out) -> Judged:
     path = Path(path)
     axis = prediction_axis(path.name)
     commit = first_commit(path)
-    written = pd.read_csv(path)
-    if commit is not None:
-        written = pd.read_csv(StringIO(commit.text))
+    written = read_prediction(StringIO(commit.text) if commit is not None else path)
     every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
     predicted = set(written[axis])
     starts = [model_start(m.record) for m in every if m.status is not PointStatus.PENDING and m.value(axis) in predicted]
@@ -407,7 +416,7 @@ def _never_trained(row, study) -> bool:
     fixed rate there."""
     full = study.stability[1] if study.stability else row.steps
     on_tuning_seed = JudgedOn.parse(row.judged_on).seed in study.tune_seeds and row.steps == full
-    if row.line != "fixed" or on_tuning_seed:
+    if row.line is not RateLine.FIXED or on_tuning_seed:
         return False
     rates = dict(zip(row.scheme.split("-"), (row.lr, row.lr_second)))
     width = getattr(row, "width", None)
@@ -579,7 +588,7 @@ def judged_summary(folder) -> list[str]:
     lines = []
     for path in [*sorted(Path(folder).glob(f"{PREFIX}*-judged.csv")),
                  *sorted(Path(folder).glob(f"{WIDTH_PREFIX}*-judged.csv"))]:
-        rows = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        rows = read_prediction(path)
         name = path.stem.removesuffix("-judged")
         axis = prediction_axis(name)
         confidence = float(rows["confidence"].iloc[0])
@@ -590,7 +599,7 @@ def judged_summary(folder) -> list[str]:
                   f"Each row a {level_label(confidence)} prediction interval committed before the models started "
                   f"(`{name}.md`); judged without refitting (`{path.stem}.md`, per line and length). A pass is "
                   f"`uninformative` where the interval also held the value at the nearest fitted {axis} or "
-                  f"{_RIVAL[axis][0]}: such a row could not have failed." + (_LINES if "fixed" in set(rows["line"])
+                  f"{_RIVAL[axis][0]}: such a row could not have failed." + (_LINES if RateLine.FIXED in set(rows["line"])
                                                                           else ""), "",
                   *[f"- {_chance_words(rows[rows[axis] == value], _target_label(axis, value))}."
                     for value in sorted(set(rows[axis]))],

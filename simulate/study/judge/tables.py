@@ -38,7 +38,7 @@ import pandas as pd
 from simulate.claims.trends import describe_crossing
 from simulate.study.judge.rows import interval_words, size_words, status_tally
 from theory.files import atomic_write
-from theory.verdicts import GrowthClass, PointStatus, Size, Stability, Verdict
+from theory.verdicts import GrowthClass, PointStatus, RateLine, Size, Stability, Verdict
 
 __all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TEXT_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyJudgement",
            "level_frame", "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length"]
@@ -57,7 +57,8 @@ TABLE_FILES = ("levels.csv", "trends.csv", "calibration.csv")
 REPORT_FILES = ("points.parquet", *TABLE_FILES, "study.md")  # a study's reports (simulate.study.write.report)
 TEXT_COLUMNS = ("claim", "source", "statistic", "scheme", "method", "detail", "axis", "group", "line", "direction",
                 "shape", "crossing", "needs")  # '' where empty, in memory and read back
-_WORDS = {"verdict": Verdict, "size": Size, "growth_class": GrowthClass, "stability": Stability, "status": PointStatus}
+_WORDS = {"verdict": Verdict, "size": Size, "growth_class": GrowthClass, "stability": Stability, "status": PointStatus,
+          "line": RateLine}
 
 
 @dataclass(frozen=True)
