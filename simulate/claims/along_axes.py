@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -55,10 +56,11 @@ from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDe
                                        claimed_sign_verdict, detectable_slope, share_interval, size_verdict,
                                        stability_verdict, t_interval)
 from simulate.claims.statistics import LOG_DROP_STATISTICS, RESOLVED_DROP, SHARE_STATISTICS, drop_resolved
-from simulate.claims.trends import cell_crossing, direction_verdict, fit_trend
+from simulate.claims.trends import cell_crossing, describe_shape, direction_verdict, fit_trend
 from theory.verdicts import GrowthClass, PointStatus, Size, Verdict
 
-__all__ = ["IDENTIFIABLE_BLOCKS", "claim_samples", "unresolved_drops", "judge_levels", "judge_trends", "needs"]
+__all__ = ["IDENTIFIABLE_BLOCKS", "claim_samples", "unresolved_drops", "judge_levels", "judge_trends",
+           "DesignNeeds", "needs", "describe_needs", "growth_laws", "describe_growth_laws", "describe_trend_shape"]
 
 # The fewest blocks at which a profile's growth class is right in at least 95 % of synthetic studies of three seeds
 # (docs/studies.md#growth-across-depth: 56-82 % at L = 32, at least 95 % from L = 64): one number, read by the
@@ -237,19 +239,44 @@ def _every_step_levels(claim: Claim, models, fields, confidence: float) -> list[
     return out
 
 
-def needs(trend, reference: float, alpha: float, most: int = 12) -> str:
+class DesignNeeds(NamedTuple):
+    """What a design would need to detect a slope (:func:`needs`): ``seeds`` per cell at the same cells (None: more
+    seeds alone cannot, the cells spread about the line beyond their seeds), or ``cells`` continuing the axis's
+    spacing to the axis value ``reach`` at the same ``at_seeds`` per cell (None: more than ``most`` cells);
+    :func:`describe_needs` words it."""
+
+    seeds: int | None
+    cells: int | None
+    reach: float
+    at_seeds: float
+    most: int
+
+
+def describe_needs(design: DesignNeeds | None) -> str:
+    """A design's needs in words ('' for None: the design was not short of anything, or has no line)."""
+    if design is None:
+        return ""
+    seeds_part = (f"{design.seeds} seeds per cell" if design.seeds else
+                  "more seeds alone cannot (the cells spread about the line beyond their seeds)")
+    cells_part = (f"about {design.cells} cells (to {design.reach:.3g}) at {design.at_seeds:.3g} seeds"
+                  if design.cells else f"more than {design.most} cells")
+    return f"{seeds_part}; or {cells_part}"
+
+
+def needs(trend, reference: float, alpha: float, most: int = 12) -> DesignNeeds | None:
     """What the design would need to detect ``reference`` (a slope per e-fold) at 80 % power: more seeds per
     cell at the same cells, or more cells continuing the axis's spacing at the same seeds; the cells' own
-    spread about the line (beyond their seeds' noise) is not reduced by seeds.
+    spread about the line (beyond their seeds' noise) is not reduced by seeds. None without a line (fewer than
+    three cells).
 
     >>> from simulate.claims.trends import fit_trend
     >>> x = np.repeat([4.0, 8.0, 16.0, 32.0], 3)
     >>> y = np.random.default_rng(0).normal(0, 1, 12)
-    >>> needs(fit_trend(x, y), 2.0, 0.05)
+    >>> describe_needs(needs(fit_trend(x, y), 2.0, 0.05))
     '4 seeds per cell; or about 5 cells (to 64) at 3 seeds'
     """
     if not (math.isfinite(trend.residual_var) and trend.cells >= 3 and trend.x):
-        return ""
+        return None
     x, seeds = np.asarray(trend.x, dtype=float), trend.n / trend.cells
     within = trend.within_var if math.isfinite(trend.within_var) else 0.0
     variance = max(trend.residual_var, within / seeds)  # a cell mean varies at least by its seeds' noise
@@ -264,11 +291,8 @@ def needs(trend, reference: float, alpha: float, most: int = 12) -> str:
     more_cells = next((k for k in range(x.size + 1, most + 1)
                        if enough(np.concatenate([x, x[-1] * ratio ** np.arange(1, k - x.size + 1)]),
                                  variance)), None)
-    seeds_part = (f"{more_seeds} seeds per cell" if more_seeds else
-                  "more seeds alone cannot (the cells spread about the line beyond their seeds)")
-    cells_part = (f"about {more_cells} cells (to {x[-1] * ratio ** (more_cells - x.size):.3g}) at {seeds:.3g} seeds"
-                  if more_cells else f"more than {most} cells")
-    return f"{seeds_part}; or {cells_part}"
+    reach = float(x[-1] * ratio ** (more_cells - x.size)) if more_cells else math.nan
+    return DesignNeeds(more_seeds, more_cells, reach, float(seeds), most)
 
 
 def _claim_models(claim: Claim, models) -> set:
@@ -285,15 +309,29 @@ def _trend_models(models, fields, group: dict) -> list:
     return [m for m in models if m.cell(fields) == tuple(group.values())]
 
 
-def _growth_shape(x, y, confidence: float, rates: int) -> str:
-    """The exponential in L beside the power law: how each fits the cells (lack-of-fit p, a description; across a
-    change of rate, said so: these fits have no rate term)."""
-    power, exponential = (fit_depth_law(x, y, law, confidence) for law in DEPTH_LAWS)
-    if power is None or exponential is None or power.cells < 3:
+def growth_laws(x, y, confidence: float) -> tuple:
+    """The power law and the exponential in L fitted to a growth trend's cells (:data:`DEPTH_LAWS`' order), each a
+    :class:`~simulate.claims.depth_laws.DepthLaw`; empty where either cannot be fitted or fewer than three cells
+    remain."""
+    laws = tuple(fit_depth_law(x, y, law, confidence) for law in DEPTH_LAWS)
+    return () if any(law is None for law in laws) or laws[0].cells < 3 else laws
+
+
+def describe_growth_laws(laws: tuple, rates: int) -> str:
+    """How each growth law fits the cells (lack-of-fit p, a description; across ``rates`` > 1 rates, said so:
+    these fits have no rate term); '' for none."""
+    if not laws:
         return ""
+    power, exponential = laws
     across = f" (both across the cells' {rates} rates, a description)" if rates > 1 else ""
     return (f"power law var_L ~ L^p: lack of fit p {power.lack_of_fit:.2g}; exponential var_L ~ e^(rL): rate "
             f"{exponential.slope.format()} per block, lack of fit p {exponential.lack_of_fit:.2g}{across}")
+
+
+def describe_trend_shape(judgement) -> str:
+    """A trend judgement's cells in words: their shape, then for a growth trend how each growth law fits them."""
+    return "; ".join(filter(None, (describe_shape(judgement.shape),
+                                   describe_growth_laws(judgement.growth_laws, judgement.rates))))
 
 
 @dataclasses.dataclass
@@ -342,8 +380,7 @@ def _trend(study, claim: Claim, axis: str, group: dict, line: str, members, full
                   pending=sum(m.status is PointStatus.PENDING for m in members if m.scheme in claim.schemes),
                   cells=trend.cells, slope=trend.slope, lack_of_fit=trend.lack_of_fit,
                   direction=None if growth else claim.direction(axis),
-                  shape="; ".join(filter(None, (trend.shape, _growth_shape(x, y, study.inference.confidence,
-                                                                           len(set(trend.rates))) if growth else ""))),
+                  shape=trend.shape, growth_laws=growth_laws(x, y, study.inference.confidence) if growth else (),
                   crossing=cell_crossing(x, y, study.inference.confidence)
                   if claim.sign is not None and not growth else None,
                   rests_on=_rests_on([m for m in members if m.scheme in claim.schemes]),
@@ -409,7 +446,7 @@ def judge_trends(study, lines: dict) -> list[TrendJudgement]:
         change = _trend_change(study, item, shorter.get(item.twin)) if item.full and study.stability else NO_INTERVAL
         out.append(TrendJudgement(**fields, p_value=trend.p_value if fields["direction"] is not None else math.nan,
                                   p_adjusted=p_adjusted, verdict=verdict, detectable=detectable,
-                                  needs=needs(trend, reference, alpha) if verdict is Verdict.UNRESOLVABLE else "",
+                                  needs=needs(trend, reference, alpha) if verdict is Verdict.UNRESOLVABLE else None,
                                   stability=stability_verdict(change, fields["margin"]), change=change,
                                   design=TrendDesign(trend.x, trend.counts, trend.within_var, trend.residual_var,
                                                      trend.floor, trend.rates),

@@ -182,7 +182,7 @@ def _family_rates(rng, trends, inference: Inference, scenario: str, studies: int
         for j, member in enumerate(trends):
             design, estimate, dof = member.design, float(estimates[study, j]), fits[j][3]
             trend = Trend(Interval(estimate), float(adjusted[study, j]), dof, math.nan, len(design.x),
-                          int(sum(design.counts)), "")
+                          int(sum(design.counts)), None)
             judged[study, j] = direction_verdict(trend, member.direction, confidence=inference.confidence) in _JUDGED
             reference, width = _reference(member), float(half[study, j])
             if reference and math.isfinite(width) and dof >= 1:

@@ -545,10 +545,11 @@ class TrendJudgement:
     p_adjusted: float
     direction: int | None
     verdict: Verdict
-    shape: str = ""
+    shape: tuple | None = None  # a simulate.claims.trends.CellShape: the cell means' steps along the axis
     crossing: tuple | None = None  # a simulate.claims.trends.Crossing: where a signed claim's cell means change sign
     detectable: float = math.nan
-    needs: str = ""
+    needs: tuple | None = None  # a simulate.claims.along_axes.DesignNeeds where the design cannot resolve the claim
+    growth_laws: tuple = ()  # a growth trend's power and exponential DepthLaw fits (simulate.claims.along_axes)
     stability: Stability | None = None
     change: Interval = NO_INTERVAL
     design: TrendDesign | None = None

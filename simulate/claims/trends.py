@@ -22,7 +22,7 @@ cell effect, already the slope's error, and seeds never become the replicates of
 null studies at a cell-to-seed spread of 2, which this rule holds at the nominal rate:
 tests/simulate/test_claims_trends.py). The lack-of-fit F test on the models (Draper and Smith
 1998, Sec. 2.1) is reported as a description. Where the cell means are not monotone the trend
-names where they turn (:func:`describe_shape`). With two axis values no direction is judged.
+names where they turn (:class:`CellShape`, worded by :func:`describe_shape`). With two axis values no direction is judged.
 
 Where the cell means change sign, :func:`cell_crossing` interpolates them linearly in ``log x``
 and gives the set of axis values where the interpolant is not significantly different from 0
@@ -33,7 +33,7 @@ that is not significant gets no point estimate, only the cells it lies between.
 >>> x = np.repeat([4.0, 8.0, 16.0, 32.0], 3)
 >>> y = 0.3 * np.log(x / 10.0) + np.tile([-0.01, 0.0, 0.01], 4)
 >>> trend = fit_trend(x, y)
->>> round(trend.slope.estimate, 6), trend.cells, trend.shape, str(direction_verdict(trend, +1))
+>>> round(trend.slope.estimate, 6), trend.cells, describe_shape(trend.shape), str(direction_verdict(trend, +1))
 (0.3, 4, 'rises monotonically', 'holds')
 >>> describe_crossing(cell_crossing(x, y), "depth")
 'crossing at depth = 10 [9.45, 10.4]'
@@ -53,7 +53,7 @@ from simulate.engine import CONFIDENCE
 from theory.verdicts import Verdict
 
 __all__ = ["Cells", "cells_of", "Trend", "cell_means_slope", "within_var", "lack_of_fit_p", "fit_trend",
-           "direction_verdict", "describe_shape", "SignChange", "Crossing", "cell_crossing", "describe_crossing"]
+           "direction_verdict", "CellShape", "cell_shape", "describe_shape", "SignChange", "Crossing", "cell_crossing", "describe_crossing"]
 
 
 class Cells(NamedTuple):
@@ -88,7 +88,7 @@ def cells_of(x, y) -> Cells:
 class Trend(NamedTuple):
     """A trend along an axis (module docstring): the cell-means line's ``slope`` per e-fold with its two-sided
     ``p_value`` and degrees of freedom ``dof``, the ``lack_of_fit`` p (a description), ``cells`` (axis values),
-    ``n`` (models), the cells' ``shape``, and for :func:`needs`: the cell means' residual variance about the
+    ``n`` (models), the cells' ``shape`` (:class:`CellShape`), and for ``needs``: the cell means' residual variance about the
     line and the pooled within-cell variance."""
 
     slope: Interval
@@ -97,7 +97,7 @@ class Trend(NamedTuple):
     lack_of_fit: float
     cells: int
     n: int
-    shape: str
+    shape: CellShape | None
     residual_var: float = math.nan
     within_var: float = math.nan
     x: tuple = ()
@@ -209,23 +209,40 @@ def _share_floor(cells: Cells, blocks: Cells) -> np.ndarray:
     return share * (1 - share) / total
 
 
-def describe_shape(x, means) -> str:
-    """The cell means' shape along the axis: ``rises monotonically``, ``falls monotonically``, ``flat``, or
-    where a non-monotone sequence turns.
+class CellShape(NamedTuple):
+    """The cell means' shape along the axis: the axis values ``x`` (``(k,)``) and the sign of each step between
+    neighbouring cells (``steps``, ``(k-1,)``: +1 rises, -1 falls, 0 flat); a trend of fewer than two cells has none
+    (None). :func:`describe_shape` words it."""
 
-    >>> describe_shape([4, 8, 16, 32], [6.0, 7.7, 7.4, 7.3])
+    x: tuple
+    steps: tuple
+
+
+def cell_shape(x, means) -> CellShape:
+    """The shape of the cell ``means`` at the axis values ``x`` (both ``(k,)``, in axis order)."""
+    steps = np.sign(np.diff(np.asarray(means, dtype=float)))  # (k-1,)
+    return CellShape(tuple(float(v) for v in x), tuple(int(s) for s in steps))
+
+
+def describe_shape(shape: CellShape | None) -> str:
+    """A shape in words: ``rises monotonically``, ``falls monotonically``, ``flat``, or where a non-monotone
+    sequence turns; '' for no shape (None).
+
+    >>> describe_shape(cell_shape([4, 8, 16, 32], [6.0, 7.7, 7.4, 7.3]))
     'not monotone: rises 4..8, falls 8..32'
     """
-    steps = np.sign(np.diff(np.asarray(means, dtype=float)))  # (k-1,)
+    if shape is None:
+        return ""
+    steps = np.asarray(shape.steps)  # (k-1,)
     if steps.size == 0 or not steps.any():
         return "flat"
     if (steps >= 0).all() or (steps <= 0).all():
         return "rises monotonically" if steps.sum() > 0 else "falls monotonically"
-    x = [f"{v:g}" for v in x]
+    x = [f"{v:g}" for v in shape.x]
     runs, start = [], 0
     for i in range(1, steps.size + 1):
         if i == steps.size or steps[i] != steps[start]:
-            word = {1.0: "rises", -1.0: "falls", 0.0: "flat"}[float(steps[start])]
+            word = {1: "rises", -1: "falls", 0: "flat"}[int(steps[start])]
             runs.append(f"{word} {x[start]}..{x[i]}")
             start = i
     return "not monotone: " + ", ".join(runs)
@@ -260,13 +277,13 @@ def fit_trend(x, y, confidence: float = CONFIDENCE, blocks=None, rates=None) -> 
     cells = cells_of(x, y)
     n = int(cells.n.sum())
     if cells.x.size < 2:
-        return Trend(NO_INTERVAL, math.nan, 0, math.nan, int(cells.x.size), n, "")
+        return Trend(NO_INTERVAL, math.nan, 0, math.nan, int(cells.x.size), n, None)
     floor = None if blocks is None else _share_floor(
         cells, cells_of(x, np.where(np.isfinite(y), blocks, np.nan)))  # (k,)
     labels = _cell_rates(cells, x[keep], None if rates is None else [r for r, kept in zip(rates, keep) if kept])
     slope, p, residual_var, dof = _line(cells, confidence, floor, labels or None)
     return Trend(slope, p, dof, _lack_of_fit(cells), int(cells.x.size), n,
-                 describe_shape(cells.x, cells.mean), residual_var, within_var(cells), tuple(cells.x),
+                 cell_shape(cells.x, cells.mean), residual_var, within_var(cells), tuple(cells.x),
                  tuple(int(c) for c in cells.n), () if floor is None else tuple(float(v) for v in floor), labels)
 
 

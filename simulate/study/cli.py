@@ -123,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
         count = export_study_points(studies, out, dest)
         print(f"{PROG}: {count} models copied without weights to {dest}", file=sys.stderr)
-        judgements = _write_reports(studies, dest, command)
-        readme = write_results_readme(studies, judgements, args.export, args.specs, args.out, command)
+        judgements, judged = _write_reports(studies, dest, command)
+        readme = write_results_readme(studies, judgements, judged, args.export, args.specs, args.out, command)
         print(f"what the copy holds and how to go on -> {readme}")
         if args.compare is not None:
             from simulate.study.judge.changes import write_changes
@@ -183,9 +183,9 @@ def _predict(studies, args, argv) -> int:
     return 0
 
 
-def _write_reports(studies, out, command: str) -> dict:
-    """Every study's reports in ``out``, then the variance laws when a study runs along depth; ``{name: the
-    study's judgement}``."""
+def _write_reports(studies, out, command: str) -> tuple[dict, list]:
+    """Every study's reports in ``out``, then the variance laws when a study runs along depth, then the judged
+    pre-registrations; ``({name: the study's judgement}, [each pre-registration judged])``."""
     from simulate.study.write.extrapolation_report import write_extrapolation
     from simulate.study.write.report import write_reports
 
@@ -200,7 +200,8 @@ def _write_reports(studies, out, command: str) -> dict:
         print(f"variance laws, their extrapolation test and the papers' sizes -> {extrapolation}")
     from simulate.study.judge.preregistration import write_judgements
 
-    for judged in write_judgements(studies, out):
-        print(f"pre-registered {judged.name} judged -> {Path(out) / judged.name}-judged.md"
-              + (f" (not judged: {judged.problem})" if judged.problem else ""))
-    return judgements
+    judged = write_judgements(studies, out)
+    for one in judged:
+        print(f"pre-registered {one.name} judged -> {Path(out) / one.name}-judged.md"
+              + (f" (not judged: {one.problem})" if one.problem else ""))
+    return judgements, judged

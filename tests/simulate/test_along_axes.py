@@ -17,7 +17,7 @@ import re
 import numpy as np
 import pytest
 
-from simulate.claims.along_axes import _change, needs
+from simulate.claims.along_axes import _change, describe_needs, needs
 from simulate.claims.definitions import CLAIMS
 from simulate.claims.growth import growth_verdict
 from simulate.claims.growth import EXPONENT_TOLERANCE
@@ -171,7 +171,7 @@ def test_needs_names_the_fewest_seeds_and_cells_that_reach_the_reference(seed, c
     where more seeds cannot, not even 64 do (the cell effect stays); where more than 12 cells would be needed,
     12 do not reach it."""
     trend, cell_var, within = _unresolvable(seed, cell_sd, reference, alpha)
-    text = needs(trend, reference, alpha)
+    text = describe_needs(needs(trend, reference, alpha))
     match = NEEDS.match(text)
     assert match, text
     if match["seeds"]:
@@ -198,7 +198,7 @@ def test_the_design_needs_names_detects_the_reference_in_80_percent_of_studies(s
     the trend estimated and a true slope equal to the reference: the slope is detected (p < alpha) in at least
     80 % of them."""
     trend, cell_var, within = _unresolvable(seed, cell_sd, reference, ALPHA)
-    match = NEEDS.match(needs(trend, reference, ALPHA))
+    match = NEEDS.match(describe_needs(needs(trend, reference, ALPHA)))
     rng = np.random.default_rng(100 + seed)
     studies = 3000
     designs = []
@@ -219,8 +219,8 @@ def test_the_design_needs_names_detects_the_reference_in_80_percent_of_studies(s
 
 
 def test_needs_without_a_line_says_nothing():
-    assert needs(fit_trend(np.repeat([8.0, 32.0], 3), np.arange(6.0)), 1.0, ALPHA) == ""  # two cells
-    assert needs(fit_trend(DEPTHS, [0.1, 0.2, 0.0, 0.3]), 1.0, ALPHA) != ""  # one seed per cell: the line's scatter
+    assert needs(fit_trend(np.repeat([8.0, 32.0], 3), np.arange(6.0)), 1.0, ALPHA) is None  # two cells
+    assert needs(fit_trend(DEPTHS, [0.1, 0.2, 0.0, 0.3]), 1.0, ALPHA) is not None  # one seed per cell: the line's scatter
 
 
 def test_a_judgement_knows_the_versions_its_models_rest_on():

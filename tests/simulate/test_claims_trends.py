@@ -28,8 +28,8 @@ from scipy import stats
 
 from simulate.claims.calibration import _endpoint_rule
 from simulate.claims.judgement import Inference, Interval, detectable_slope
-from simulate.claims.trends import (SignChange, Trend, cell_crossing, cell_means_slope, describe_crossing,
-                                    describe_shape, direction_verdict, fit_trend)
+from simulate.claims.trends import (SignChange, Trend, cell_crossing, cell_means_slope, cell_shape,
+                                    describe_crossing, describe_shape, direction_verdict, fit_trend)
 from theory.verdicts import Verdict
 
 DEPTHS = np.array([4.0, 8.0, 16.0, 32.0])  # the atlas's depth design
@@ -171,7 +171,7 @@ def _family_false(p_values: np.ndarray, slopes: np.ndarray, inference: Inference
     for study, (p_row, slope_row) in enumerate(zip(p_values, slopes)):
         adjusted = inference.adjust(p_row) if inference else p_row
         j = int(np.argmin(adjusted))  # the verdict is monotone in p: the smallest decides the family
-        trend = Trend(Interval(float(slope_row[j])), float(p_row[j]), 2, math.nan, DEPTHS.size, 12, "")
+        trend = Trend(Interval(float(slope_row[j])), float(p_row[j]), 2, math.nan, DEPTHS.size, 12, None)
         out[study] = direction_verdict(trend, +1, float(adjusted[j])) in JUDGED
     return out
 
@@ -387,13 +387,14 @@ def test_the_lack_of_fit_test_rejects_a_true_line_at_its_level():
     ([2.0, 1.0, 1.0, 3.0], "not monotone: falls 4..8, flat 8..16, rises 16..32")])
 def test_describe_shape_names_where_the_cell_means_turn(means, shape):
     """(g) Monotone (ties allowed) in one word; otherwise every run, its direction and the cells it spans."""
-    assert describe_shape(DEPTHS, means) == shape
+    assert describe_shape(cell_shape(DEPTHS, means)) == shape
     y = np.repeat(means, 3) + np.tile([-0.01, 0.0, 0.01], 4)  # seeds about each cell mean
-    assert fit_trend(AXIS, y).shape == shape  # a trend describes its cell means, not its models
+    assert describe_shape(fit_trend(AXIS, y).shape) == shape  # a trend describes its cell means, not its models
 
 
 def test_describe_shape_of_one_cell_is_flat():
-    assert describe_shape([4.0], [1.0]) == "flat" and describe_shape([4.0, 8.0], [1.0, 1.0]) == "flat"
+    assert describe_shape(cell_shape([4.0], [1.0])) == "flat" == describe_shape(cell_shape([4.0, 8.0], [1.0, 1.0]))
+    assert describe_shape(fit_trend([4.0, 4.0], [1.0, 2.0]).shape) == ""  # one cell: no trend, no shape
 
 
 # -- crossings: between the cells, never from a line ---------------------------------------------------------

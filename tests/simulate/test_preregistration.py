@@ -25,7 +25,7 @@ from simulate.study.atlas import ATLAS_DIR
 from simulate.study.cli import main as study_main
 from simulate.study.judge.across_depth import PredictionError, prediction_table
 from simulate.study.judge.preregistration import (PROVENANCE_COLUMNS, first_commit, judge_prediction, judged_summary,
-                                                  model_start, read_prediction, write_prediction)
+                                                  model_start, read_judgements, read_prediction, write_prediction)
 from simulate.study.plan.spec import load_study
 from simulate.study.read.point_table import last_step_layers
 from simulate.sweep.store import encode_point, read_point, write_point
@@ -123,7 +123,7 @@ def test_the_prediction_file_says_what_made_it(predicted):
 def test_models_that_started_before_the_commit_make_no_pre_registration(predicted):
     study32, out, path = predicted
     judged = judge_prediction(path, study32, out)
-    assert "before the file's first commit" in judged.problem and judged.rows["blind_test"].eq("").all()
+    assert "before the file's first commit" in judged.problem and judged.rows["blind_test"].isna().all()
 
 
 def test_models_that_started_after_the_commit_are_judged_on_the_committed_file(predicted, tmp_path):
@@ -140,12 +140,12 @@ def test_models_that_started_after_the_commit_are_judged_on_the_committed_file(p
     assert not judged.problem, judged.problem
     rows = judged.rows
     at_32 = rows[rows["depth"] == 32]
-    assert set(at_32["blind_test"]) <= {str(BlindTest.PASSES), str(BlindTest.PASSES_UNINFORMATIVE),
-                                        str(BlindTest.FAILS)} and len(at_32)
-    for _, row in at_32[at_32["blind_test"] != str(BlindTest.FAILS)].iterrows():  # a pass that could not fail
+    assert set(at_32["blind_test"]) <= {BlindTest.PASSES, BlindTest.PASSES_UNINFORMATIVE,
+                                        BlindTest.FAILS} and len(at_32)
+    for _, row in at_32[at_32["blind_test"] != BlindTest.FAILS].iterrows():  # a pass that could not fail
         could_not_fail = any(row["low"] <= v <= row["high"] for v in (row["nearest_fitted"], row["rival"]))
-        assert (row["blind_test"] == str(BlindTest.PASSES_UNINFORMATIVE)) == could_not_fail, row.to_dict()
-    assert set(rows.loc[rows["depth"] == 2, "blind_test"]) == {str(BlindTest.PENDING)}
+        assert (row["blind_test"] == BlindTest.PASSES_UNINFORMATIVE) == could_not_fail, row.to_dict()
+    assert set(rows.loc[rows["depth"] == 2, "blind_test"]) == {BlindTest.PENDING}
     # nothing at the fitted depths was retrained: the laws refit to the committed numbers, on the committed data
     assert rows["refit_data"].all() and rows["refit"].notna().all(), rows[["refit", "refit_data"]]
     committed = pd.read_csv(StringIO(first_commit(path).text))
@@ -155,20 +155,23 @@ def test_models_that_started_after_the_commit_are_judged_on_the_committed_file(p
     expected = math.log(last_step_layers(read_point(out, seed0)[1])["var"].iloc[-1])  # log var_L of seed 0
     assert one["n"] == 1 and one["measured"] == pytest.approx(expected, rel=1e-12), one
     assert one["high"] < 1e9, "judged on the committed interval, not the edited one"
-    assert (one["blind_test"] != str(BlindTest.FAILS)) == bool(one["low"] <= one["measured"] <= one["high"])
+    assert (one["blind_test"] != BlindTest.FAILS) == bool(one["low"] <= one["measured"] <= one["high"])
 
 
 def test_the_readme_summary_counts_each_law_s_rows_and_says_when_nothing_was_judged(tmp_path):
     """``judged_summary``: passes, failures and pending rows per law at the file's level; a file whose rows carry
     no blind test (nothing could be judged) reads "Not judged"."""
-    verdicts = [str(BlindTest.PASSES), str(BlindTest.FAILS), str(BlindTest.PENDING), str(BlindTest.FAILS)]
+    verdicts = [BlindTest.PASSES, BlindTest.FAILS, BlindTest.PENDING, BlindTest.FAILS]
     rows = pd.DataFrame({"depth": [64] * 4, "statistic": ["var_last"] * 4, "scheme": ["pre"] * 4,
                          "law": ["power"] * 4, "line": [RateLine.FIXED] * 3 + [RateLine.TUNED], "confidence": [0.9] * 4,
                          "steps": [4000] * 4, "judged_on": ["seed 0", "seed 1", "seed 2", "seed 1"],
                          "blind_test": verdicts})
-    rows.to_csv(tmp_path / "prediction-L64-judged.csv", index=False)
-    rows.assign(blind_test="").to_csv(tmp_path / "prediction-L128-judged.csv", index=False)
-    text = "\n".join(judged_summary(tmp_path))
+    rows.to_csv(tmp_path / "prediction-L64-judged.csv", index=False)  # read back as the README's export would not
+    rows.assign(blind_test=None).to_csv(tmp_path / "prediction-L128-judged.csv", index=False)
+    judged = read_judgements(tmp_path)
+    assert [j.name for j in judged] == ["prediction-L128", "prediction-L64"] and judged[0].problem
+    assert judged[1].rows["blind_test"].tolist() == verdicts and not judged[1].problem
+    text = "\n".join(judged_summary(judged))
     # the lines side by side, never summed: a tuned row on the fixed rate judges the fixed row's models again
     assert "| depth | statistic | scheme | law | fixed line | tuned line |" in text, text
     assert "| 64 | var_last | pre | power | passes 1; fails 1; pending 1 | passes 0; fails 1 |" in text, text

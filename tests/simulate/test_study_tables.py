@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simulate.claims.along_axes import DesignNeeds
 from simulate.claims.definitions import CLAIMS
 from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDesign, TrendJudgement, normal_quantile,
                                        t_interval)
+from simulate.claims.trends import cell_shape
 from simulate.study.judge.tables import REPORT_FILES
 from simulate.study.judge.tables import (LEVEL_COLUMNS, TREND_COLUMNS, StudyJudgement, at_full_length, level_frame,
                                    read_study, read_verdicts, trend_frame, write_tables)
@@ -49,13 +51,13 @@ def _trends() -> list[TrendJudgement]:
     slope = Interval(-0.03, -0.05, -0.01, 0.95, "cell means, t on cells - 2", 0.0046)
     return [
         TrendJudgement(loss, "val_loss", "depth", {"width": 64, "steps": 1600}, RateLine.TUNED, 12, 0, 0, 4, slope, 0.2,
-                       0.04, 0.08, -1, Verdict.HOLDS, shape="falls monotonically", detectable=0.02,
+                       0.04, 0.08, -1, Verdict.HOLDS, shape=cell_shape(design.x, (4, 3, 2, 1)), detectable=0.02,
                        stability=Stability.STABLE, change=Interval(0.002, -0.001, 0.005, 0.95), design=design,
                        in_family=True),
         TrendJudgement(jac, "jac_dev_total", "depth", {"width": 64, "steps": 1600}, RateLine.FIXED, 12, 1, 0, 4,
                        Interval(0.1, -0.4, 0.6, 0.95), 0.01, 0.6, 1.0, -1, Verdict.UNRESOLVABLE,
-                       shape="not monotone: rises 4..8, falls 8..32", needs="6 seeds per cell; or about 6 cells "
-                       "(to 128) at 3 seeds", stability=Stability.MOVES, design=design, in_family=True),
+                       shape=cell_shape(design.x, (1, 3, 2, 1)), needs=DesignNeeds(6, 6, 128.0, 3.0, 12),
+                       stability=Stability.MOVES, design=design, in_family=True),
         TrendJudgement(loss, "val_loss", "lr", {"width": 64, "steps": 1600}, RateLine.TUNED, 9, 0, 2, 3,
                        Interval(0.5, 0.1, 0.9, 0.95), math.nan, math.nan, math.nan, None, Verdict.NO_DIRECTION),
         TrendJudgement(loss, "val_loss", "width", {"steps": 800}, RateLine.TUNED, 6, 0, 0, 2, Interval(0.01), math.nan,

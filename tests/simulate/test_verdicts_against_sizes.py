@@ -21,7 +21,7 @@ from simulate.claims.definitions import CLAIMS, MARGINS
 from simulate.claims.judgement import Inference, Interval, size_verdict
 from simulate.claims.trends import direction_verdict, fit_trend
 from simulate.study.atlas import ATLAS_DIR, EARLY_ATLAS_DIR, atlas_studies
-from simulate.study.judge.preregistration import chance_failures
+from simulate.study.judge.preregistration import chance_failures, read_judgements
 from simulate.study.judge.rows import change_interval, verdict_interval
 from simulate.study.judge.tables import read_study
 from theory.verdicts import BlindTest, RateLine, Size, Stability, Verdict
@@ -156,12 +156,12 @@ def test_a_trend_across_a_change_of_rate_is_fitted_within_runs_of_one_rate():
 
 # -- the pre-registration record -----------------------------------------------------------------------------------
 def test_every_shipped_pass_that_could_not_have_failed_is_marked_uninformative():
-    rows = pd.read_csv(ATLAS_DIR / "prediction-L64-judged.csv", keep_default_na=False, na_values=[""])
-    passed = rows[rows["blind_test"].isin([str(BlindTest.PASSES), str(BlindTest.PASSES_UNINFORMATIVE)])]
+    (rows,) = [j.rows for j in read_judgements(ATLAS_DIR) if j.name == "prediction-L64"]
+    passed = rows[rows["blind_test"].isin([BlindTest.PASSES, BlindTest.PASSES_UNINFORMATIVE])]
     assert len(passed) > 0
     for _, row in passed.iterrows():
         could_not_fail = any(row["low"] <= v <= row["high"] for v in (row["nearest_fitted"], row["rival"]))
-        assert (row["blind_test"] == str(BlindTest.PASSES_UNINFORMATIVE)) == could_not_fail, row.to_dict()
+        assert (row["blind_test"] == BlindTest.PASSES_UNINFORMATIVE) == could_not_fail, row.to_dict()
     readme = (ATLAS_DIR / "README.md").read_text()
     assert "pass informatively" in readme and "pass uninformatively" in readme
 
@@ -171,7 +171,7 @@ def test_chance_failures_of_independent_rows_is_the_binomial_and_shared_rows_spr
     percentile the binomial's; the same rows all on one model share a draw, and their count spreads wider."""
     n = 40
     independent = pd.DataFrame({"depth": range(n), "steps": 4000, "statistic": "var_last", "scheme": "pre",
-                                "judged_on": "seed 0", "confidence": 0.95, "blind_test": "passes"})
+                                "judged_on": "seed 0", "confidence": 0.95, "blind_test": BlindTest.PASSES})
     expected, high, observed = chance_failures(independent, draws=20000)
     assert observed == 0
     assert expected == pytest.approx(0.05 * n, abs=4 * math.sqrt(0.05 * 0.95 * n / 20000))

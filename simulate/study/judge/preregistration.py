@@ -64,7 +64,8 @@ from theory.verdicts import BlindTest, PointStatus, RateLine
 
 __all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "FITTED_SUFFIX", "REFIT_RTOL", "values_moved", "Commit",
            "Judged", "prediction_axis", "read_prediction", "prediction_name", "write_prediction", "first_commit", "model_start",
-           "judge_prediction", "chance_failures", "judged_markdown", "write_judgements", "judged_summary"]
+           "judge_prediction", "chance_failures", "judged_markdown", "write_judgements", "read_judgements",
+           "judged_summary"]
 
 PREFIX = "prediction-L"  # a depth study's predictions at other depths (judged here)
 WIDTH_PREFIX = "prediction-d"  # a width study's predictions at another width
@@ -284,8 +285,10 @@ def model_start(record: dict) -> datetime:
 
 @dataclass(frozen=True)
 class Judged:
-    """A pre-registered file judged: its rows with ``measured``, ``n`` and ``blind_test``; the commit it was read
-    from (None: not committed); the first start of a model at a predicted depth; and what stops a judgement."""
+    """A pre-registered file judged: its rows with ``measured``, ``n`` and ``blind_test`` (a
+    :class:`~theory.verdicts.BlindTest`, None where nothing was judged); the commit it was read from (None: not
+    committed, or read back from the judged file); the first start of a model at a predicted depth; and what stops a
+    judgement ('' where it was judged)."""
 
     name: str
     rows: pd.DataFrame
@@ -391,7 +394,7 @@ def judge_prediction(path, study, out) -> Judged:
         problem = (f"a model at a predicted {axis} started at {first.isoformat()}, before the file's first commit "
                    f"{commit.sha[:12]} at {commit.time.isoformat()}: it is no pre-registration")
     if problem:
-        return Judged(path.stem, written.assign(measured=math.nan, n=0, blind_test=""), commit, first, problem)
+        return Judged(path.stem, written.assign(measured=math.nan, n=0, blind_test=None), commit, first, problem)
     chosen = {p.key for p in study.sweep.points}
     values = first_commit(path.with_name(f"{path.stem}{FITTED_SUFFIX}.csv"))
     committed_values = None if values is None else pd.read_csv(StringIO(values.text))
@@ -400,7 +403,7 @@ def judge_prediction(path, study, out) -> Judged:
     alternatives = [_alternatives(written, row, every, chosen, axis) for row in written.itertuples()]
     informative = [not any(row.low <= v <= row.high for v in pair) for row, pair in zip(written.itertuples(),
                                                                                         alternatives)]
-    verdicts = [str(BlindTest.NOT_TESTABLE if _never_trained(row, study) else _blind_test(row, value, n, useful))
+    verdicts = [BlindTest.NOT_TESTABLE if _never_trained(row, study) else _blind_test(row, value, n, useful)
                 for row, (value, n), useful in zip(written.itertuples(), measured, informative)]
     notes = [unresolved_drops(Subject(row.statistic, tuple(row.scheme.split("-")), ()),
                               _judged_models(row, every, chosen)) for row in written.itertuples()]
@@ -441,13 +444,13 @@ def chance_failures(rows: pd.DataFrame, draws: int = 20000, seed: int = 0) -> tu
 
     >>> rows = pd.DataFrame({"depth": [64] * 4, "steps": [4000] * 4, "statistic": ["var_last"] * 4,
     ...                      "scheme": ["pre"] * 4, "judged_on": ["seed 0", "seed 0", "mean of 3 seeds", "seed 1"],
-    ...                      "confidence": [0.95] * 4, "blind_test": ["passes", "fails", "passes", "passes"]})
+    ...                      "confidence": [0.95] * 4,
+    ...                      "blind_test": [BlindTest.PASSES, BlindTest.FAILS, BlindTest.PASSES, BlindTest.PASSES]})
     >>> expected, high, observed = chance_failures(rows)
     >>> round(expected, 1), high, observed
     (0.2, 2.0, 1)
     """
-    judged = rows[rows["blind_test"].isin([str(BlindTest.PASSES), str(BlindTest.PASSES_UNINFORMATIVE),
-                                           str(BlindTest.FAILS)])]
+    judged = rows[rows["blind_test"].isin([BlindTest.PASSES, BlindTest.PASSES_UNINFORMATIVE, BlindTest.FAILS])]
     if judged.empty:
         return math.nan, math.nan, 0
     rng = np.random.default_rng(seed)
@@ -466,7 +469,7 @@ def chance_failures(rows: pd.DataFrame, draws: int = 20000, seed: int = 0) -> tu
         else:
             draw = z[:, codes[unit], :on.models].sum(axis=1) / math.sqrt(on.models)  # (draws,) the mean's draw
         failures += np.abs(draw) > quantile[i]
-    observed = int((judged["blind_test"] == str(BlindTest.FAILS)).sum())
+    observed = int((judged["blind_test"] == BlindTest.FAILS).sum())
     return float(failures.mean()), float(np.quantile(failures, 0.95)), observed
 
 
@@ -541,15 +544,12 @@ def _counts(rows: pd.DataFrame, by: tuple[str, ...]) -> pd.DataFrame:
     """Passes, failures and pending rows per group of ``by`` (and the rows not testable, where there are any)."""
     tested = (BlindTest.PASSES, BlindTest.PASSES_UNINFORMATIVE, BlindTest.FAILS, BlindTest.PENDING,
               BlindTest.NOT_TESTABLE)
-    words = rows.assign(blind_test=[BlindTest.parse(v) if isinstance(v, str) and v else None
-                                    for v in rows["blind_test"]])
-
     def count(verdicts) -> str:
         counts = {t: sum(v is t for v in verdicts) for t in tested}
         always = (BlindTest.PASSES, BlindTest.FAILS)
         return "; ".join(f"{t} {n}" for t, n in counts.items() if n or t in always)
 
-    return words.groupby(list(by), sort=False)["blind_test"].agg(count).reset_index().rename(
+    return rows.groupby(list(by), sort=False)["blind_test"].agg(count).reset_index().rename(
         columns={"blind_test": "rows"})
 
 
@@ -573,7 +573,7 @@ def _chance_words(rows: pd.DataFrame, target: str) -> str:
     """The failures of the rows at one predicted depth or width (``target``: ``L = 64``, ``d = 128``) against
     :func:`chance_failures`, and the informative passes."""
     expected, high, observed = chance_failures(rows)
-    passes = {word: int((rows["blind_test"] == str(word)).sum()) for word in (BlindTest.PASSES,
+    passes = {word: int((rows["blind_test"] == word).sum()) for word in (BlindTest.PASSES,
                                                                             BlindTest.PASSES_UNINFORMATIVE)}
     verdict = ("more than chance explains" if observed > high else "within what chance explains")
     return (f"{target}: {observed} rows fail, {passes[BlindTest.PASSES]} pass informatively, "
@@ -582,22 +582,36 @@ def _chance_words(rows: pd.DataFrame, target: str) -> str:
             f"model share its draw: simulate.study.judge.preregistration.chance_failures): {verdict}")
 
 
-def judged_summary(folder) -> list[str]:
-    """README lines: each judged pre-registration in ``folder`` (``prediction-L*-judged.csv``, then
-    ``prediction-d*-judged.csv``) with its rows' passes and failures per law; empty without one."""
-    lines = []
+def read_judgements(folder) -> list[Judged]:
+    """Every judged pre-registration in ``folder`` read back from its ``-judged.csv`` (``prediction-L*``, then
+    ``prediction-d*``): its rows, each ``blind_test`` parsed into its word (None where nothing was judged); the
+    commit and the first start are not in the file (None), and a file without a blind test could not be judged
+    (its reason is in its ``-judged.md``)."""
+    judged = []
     for path in [*sorted(Path(folder).glob(f"{PREFIX}*-judged.csv")),
                  *sorted(Path(folder).glob(f"{WIDTH_PREFIX}*-judged.csv"))]:
         rows = read_prediction(path)
-        name = path.stem.removesuffix("-judged")
+        tests = pd.Series([BlindTest.parse(v) if isinstance(v, str) else None for v in rows["blind_test"]],
+                          index=rows.index, dtype=object)
+        problem = "" if tests.notna().any() else f"see {path.stem}.md"
+        judged.append(Judged(path.stem.removesuffix("-judged"), rows.assign(blind_test=tests), None, None, problem))
+    return judged
+
+
+def judged_summary(judgements: list[Judged]) -> list[str]:
+    """README lines: each judged pre-registration (:func:`write_judgements`' or :func:`read_judgements`') with its
+    rows' passes and failures per law; empty without one."""
+    lines = []
+    for judged in judgements:
+        rows, name = judged.rows, judged.name
         axis = prediction_axis(name)
         confidence = float(rows["confidence"].iloc[0])
-        if not rows["blind_test"].notna().any():
-            lines += [f"## Pre-registered prediction `{name}`", "", f"Not judged: see `{path.stem}.md`.", ""]
+        if judged.problem:
+            lines += [f"## Pre-registered prediction `{name}`", "", f"Not judged: see `{name}-judged.md`.", ""]
             continue
         lines += [f"## Pre-registered prediction `{name}` against the models trained after it", "",
                   f"Each row a {level_label(confidence)} prediction interval committed before the models started "
-                  f"(`{name}.md`); judged without refitting (`{path.stem}.md`, per line and length). A pass is "
+                  f"(`{name}.md`); judged without refitting (`{name}-judged.md`, per line and length). A pass is "
                   f"`uninformative` where the interval also held the value at the nearest fitted {axis} or "
                   f"{_RIVAL[axis][0]}: such a row could not have failed." + (_LINES if RateLine.FIXED in set(rows["line"])
                                                                           else ""), "",

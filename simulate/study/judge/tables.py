@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from simulate.claims.along_axes import describe_needs, describe_trend_shape
 from simulate.claims.trends import describe_crossing
 from simulate.study.judge.rows import interval_words, size_words, status_tally
 from theory.files import atomic_write
@@ -135,10 +136,10 @@ def trend_frame(judgements, fields) -> pd.DataFrame:
                      "family_confidence": j.family.confidence, "lack_of_fit_p": j.lack_of_fit, "p_value": j.p_value,
                      "p_adjusted": j.p_adjusted, "in_family": j.in_family,
                      "direction": {1: "rises", -1: "falls", None: ""}[j.direction], "verdict": j.verdict,
-                     "size": j.size, "shape": j.shape,
+                     "size": j.size, "shape": describe_trend_shape(j),
                      "crossing": "" if j.crossing is None else describe_crossing(j.crossing, j.axis),
                      "detectable": j.detectable,
-                     "reference": reference, "needs": j.needs, "stability": j.stability,
+                     "reference": reference, "needs": describe_needs(j.needs), "stability": j.stability,
                      **_change(j.change, j.margin), "versions": len(j.rests_on)})
     return pd.DataFrame(rows, columns=[*TREND_COLUMNS[:5], *fields, *TREND_COLUMNS[5:]])
 

@@ -56,9 +56,11 @@ def _study_cells(study, models, unknown: int) -> dict[tuple, tuple[int, int]]:
     return cells
 
 
-def results_readme(studies, judgements: dict, folder: str, specs: list[str], out: str, command: str) -> str:
+def results_readme(studies, judgements: dict, judged: list, folder: str, specs: list[str], out: str,
+                   command: str) -> str:
     """The README of the results folder ``folder`` holding ``studies`` (module docstring), with the headline answers
-    of each study's judgement in ``judgements`` (``{name: StudyJudgement}``, those just written into ``folder``).
+    of each study's judgement in ``judgements`` (``{name: StudyJudgement}``, those just written into ``folder``) and
+    each judged pre-registration of ``judged`` (:class:`~simulate.study.judge.preregistration.Judged`).
 
     ``specs`` are the studies' spec files and ``out`` the study directory, as the user gave
     them; ``command`` the command that exported the folder.
@@ -112,7 +114,7 @@ def results_readme(studies, judgements: dict, folder: str, specs: list[str], out
         *(_cell_line(study.name, _study_cells(study, per_study[study.name], planned[study.name][1]))
           for study in studies), "",
         *(line for study in studies for line in headline_section(judgements[study.name], study)),
-        *judged_summary(folder),
+        *judged_summary(judged),
         "## To go on", "",
         "The points here are finished models: copy them into a study directory and run the same command; only "
         "the pending models train, then export again:", "",
@@ -124,7 +126,8 @@ def results_readme(studies, judgements: dict, folder: str, specs: list[str], out
     return "\n".join(lines)
 
 
-def write_results_readme(studies, judgements: dict, folder: str, specs: list[str], out: str, command: str) -> Path:
+def write_results_readme(studies, judgements: dict, judged: list, folder: str, specs: list[str], out: str,
+                         command: str) -> Path:
     """Write :func:`results_readme` to ``folder/README.md`` whole; its path."""
-    text = results_readme(studies, judgements, folder, specs, out, command)
+    text = results_readme(studies, judgements, judged, folder, specs, out, command)
     return atomic_write(Path(folder) / README, lambda path: Path(path).write_text(text))
