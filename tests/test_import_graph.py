@@ -146,9 +146,7 @@ def test_the_layer_rule_finds_each_kind_of_breach(tmp_path):
              "simulate/runtime/lazy.py": "import simulate.engine\n",
              "simulate/cache.py": "from simulate.engine.stack import run\nfrom simulate.engine import simulate\n",
              "theory/__init__.py": "", "paper_figs/__init__.py": ""}
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    _write_tree(tmp_path, files)
     breaches = layer_breaches(module_files(tmp_path))
     assert any(b.startswith("simulate.cache imports simulate.engine.stack") for b in breaches), breaches
     assert any(b.startswith("simulate.engine.stack (engine) imports simulate.cache") for b in breaches), breaches
@@ -182,25 +180,39 @@ def package_of(module: str) -> str:
     return parts[0] if parts[0] != "simulate" or len(parts) == 1 else ".".join(parts[:2])
 
 
-def package_breaches(modules: dict, order=PACKAGE_ORDER) -> list[str]:
-    """Imports from a package to one not below it in ``order``, and packages ``order`` does not place."""
-    level = {package: i for i, packages in enumerate(order) for package in packages}
-    breaches = sorted({f"{package_of(m)} is in no level of PACKAGE_ORDER" for m in modules
-                       if package_of(m) not in level})
+def order_breaches(modules: dict, group_of, order, name: str, exceptions=frozenset()) -> list[str]:
+    """Imports from a group (``group_of(module)``; None: in no group) to another not below it in ``order`` (levels of
+    groups, lowest first), but the ``(importer, imported)`` pairs of ``exceptions``; and the groups ``order``
+    (called ``name``) does not place."""
+    level = {group: i for i, groups in enumerate(order) for group in groups}
+    breaches = sorted({f"{group_of(m)} is in no level of {name}" for m in modules
+                       if group_of(m) is not None and group_of(m) not in level})
     for module in modules:
-        source = package_of(module)
+        source = group_of(module)
         for target in sorted(_imports(module, modules)):
-            target_package = package_of(target)
-            if source in level and target_package in level and target_package != source \
-                    and level[target_package] >= level[source]:
+            target_group = group_of(target)
+            if source in level and target_group in level and target_group != source \
+                    and level[target_group] >= level[source] and (module, target) not in exceptions:
                 breaches.append(f"{module} imports {target}: {source} (level {level[source]}) may import only "
-                                f"packages below it, not {target_package} (level {level[target_package]})")
+                                f"what is below it in {name}, not {target_group} (level {level[target_group]})")
     return breaches
+
+
+def package_breaches(modules: dict) -> list[str]:
+    """:func:`order_breaches` of the packages (:func:`package_of`) in :data:`PACKAGE_ORDER`."""
+    return order_breaches(modules, package_of, PACKAGE_ORDER, "PACKAGE_ORDER")
 
 
 def test_the_services_have_an_order():
     breaches = package_breaches(module_files())
     assert not breaches, "\n".join(breaches)
+
+
+def _write_tree(root, files: dict) -> None:
+    """``{path: source}`` written under ``root`` (a made-up repository for a negative control)."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
 
 
 def test_the_package_order_finds_a_cycle_between_two_services(tmp_path):
@@ -210,9 +222,7 @@ def test_the_package_order_finds_a_cycle_between_two_services(tmp_path):
              "simulate/sweep/tasks.py": "def tasks():\n    from simulate.study.train import point\n",
              "simulate/study/train/point.py": "from simulate.sweep import tasks\n",
              "simulate/extra/__init__.py": "", "theory/__init__.py": "", "paper_figs/__init__.py": ""}
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    _write_tree(tmp_path, files)
     breaches = package_breaches(module_files(tmp_path))
     assert any(b.startswith("simulate.sweep.tasks imports simulate.study.train.point") for b in breaches), breaches
     assert not any(b.startswith("simulate.study.train.point imports") for b in breaches), breaches
@@ -222,7 +232,7 @@ def test_the_package_order_finds_a_cycle_between_two_services(tmp_path):
 
 # simulate/study/ cut by stage: a stage imports only from the stages before it (simulate.study.cli and
 # simulate.study.atlas, outside the stages, read from all of them).
-STUDY_STAGES = ("plan", "train", "read", "judge", "write")
+STUDY_STAGES = tuple((f"simulate.study.{stage}",) for stage in ("plan", "train", "read", "judge", "write"))
 STAGE_EXCEPTIONS = {  # (importer, imported): why
     ("simulate.study.plan.spec", "simulate.study.train.point"):
         "a study is a sweep of the task 'study', whose recipe (STUDY_DEFAULTS) and registration are the point's",
@@ -230,25 +240,14 @@ STAGE_EXCEPTIONS = {  # (importer, imported): why
 
 
 def stage_of(module: str) -> str | None:
-    """The stage of a module of ``simulate.study`` (``plan`` ... ``write``), None outside the stages."""
+    """The stage folder of a module of ``simulate.study`` (``simulate.study.plan`` ...), None outside a folder."""
     parts = module.split(".")
-    return parts[2] if parts[:2] == ["simulate", "study"] and len(parts) > 3 and parts[2] in STUDY_STAGES else None
+    return ".".join(parts[:3]) if parts[:2] == ["simulate", "study"] and len(parts) > 3 else None
 
 
 def stage_breaches(modules: dict) -> list[str]:
-    """Imports from a stage of ``simulate.study`` to a later stage, and stage folders no stage names."""
-    rank = {stage: i for i, stage in enumerate(STUDY_STAGES)}
-    breaches = sorted({f"{m} is in no stage of STUDY_STAGES" for m in modules
-                       if m.startswith("simulate.study.") and m.count(".") >= 3 and stage_of(m) is None})
-    for module in modules:
-        source = stage_of(module)
-        for target in sorted(_imports(module, modules)):
-            target_stage = stage_of(target)
-            if source and target_stage and rank[target_stage] > rank[source] \
-                    and (module, target) not in STAGE_EXCEPTIONS:
-                breaches.append(f"{module} imports {target}: stage {source} may import only the stages before it "
-                                f"({', '.join(STUDY_STAGES[:rank[source]]) or 'none'}), not {target_stage}")
-    return breaches
+    """:func:`order_breaches` of the study's stage folders in :data:`STUDY_STAGES`, but :data:`STAGE_EXCEPTIONS`."""
+    return order_breaches(modules, stage_of, STUDY_STAGES, "STUDY_STAGES", STAGE_EXCEPTIONS.keys())
 
 
 def test_the_study_stages_import_only_the_stages_before_them():
@@ -264,13 +263,11 @@ def test_the_stage_rule_finds_a_judge_that_imports_a_writer(tmp_path):
              "simulate/study/judge/tables.py": "def summary():\n    from simulate.study.write import report\n",
              "simulate/study/write/report.py": "from simulate.study.judge import tables\n",
              "simulate/study/extra/thing.py": "", "theory/__init__.py": "", "paper_figs/__init__.py": ""}
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    _write_tree(tmp_path, files)
     breaches = stage_breaches(module_files(tmp_path))
     assert any(b.startswith("simulate.study.judge.tables imports simulate.study.write.report") for b in breaches), \
         breaches
-    assert "simulate.study.extra.thing is in no stage of STUDY_STAGES" in breaches and len(breaches) == 2, breaches
+    assert "simulate.study.extra is in no level of STUDY_STAGES" in breaches and len(breaches) == 2, breaches
 
 
 LAZY_FACADES = ("simulate", "simulate.engine", "simulate.scores", "simulate.sweep", "simulate.study", "simulate.claims",
