@@ -28,7 +28,8 @@ __all__ = ["SHOWN_TREND_COLUMNS", "DRAWN_LINES", "shipped_models", "models_sente
 SHOWN_TREND_COLUMNS = ("claim", "scheme", "axis", "group", "line", "slope per e-fold", "direction", "verdict",
                        "stability", "n", "failed", "pending", "shape", "crossing")
 # The lines whose cells a study's levels.csv holds, so the lines the atlas figures draw: a tuned study's tuned line
-# (its fixed line is judged in the trends alone), an untuned study's one line (simulate.study.judge.analysis.levels_table).
+# (its fixed line is judged in the trends alone), an untuned study's one line
+# (simulate.study.judge.analysis.levels_table).
 DRAWN_LINES = (RateLine.TUNED, RateLine.TRAINED)
 
 

@@ -108,7 +108,8 @@ def study_caption(results, name: str, full_length_only: bool = False, levels: bo
         kept = set(points["seed"]) - set(study.tune_seeds)
         left = ", ".join(map(str, study.tune_seeds))
         seeds = f"{len(kept)} seeds (tuning seed{'s' * (len(study.tune_seeds) > 1)} {left} left out)"
-        rates = "the tuned line" + (" (the fixed-rate line not drawn)" if RateLine.FIXED in set(report.trends["line"]) else "")
+        fixed = RateLine.FIXED in set(report.trends["line"])
+        rates = "the tuned line" + (" (the fixed-rate line not drawn)" if fixed else "")
     return f"{atlas_name(results)}, study {name}: {length}, {seeds}, {rates}"
 
 
@@ -125,7 +126,8 @@ def depth_styles(depths) -> dict:
 def axis_band(points: pd.DataFrame, statistic: str, axis: str, scheme: str) -> pd.DataFrame:
     """Per value of ``axis``: the mean of ``statistic`` over the ok models of ``scheme``, its t interval, n.
 
-    >>> points = pd.DataFrame({"status": PointStatus.OK, "scheme": "pre", "depth": [4, 4, 8, 8], "x": [1.0, 3.0, 5.0, 7.0]})
+    >>> points = pd.DataFrame({"status": PointStatus.OK, "scheme": "pre", "depth": [4, 4, 8, 8],
+    ...                        "x": [1.0, 3.0, 5.0, 7.0]})
     >>> axis_band(points, "x", "depth", "pre")[["depth", "mean", "n"]].values.tolist()
     [[4.0, 2.0, 2.0], [8.0, 6.0, 2.0]]
     """

@@ -186,7 +186,8 @@ def _growth_levels(claim: Claim, models, fields, confidence: float) -> list[Judg
     out = []
     for cell in sorted({m.cell(fields) for m in models}):
         curves = [m.profiles[max(m.profiles)] for m in models
-                  if m.status is PointStatus.OK and m.scheme == claim.schemes[0] and m.cell(fields) == cell and m.profiles]
+                  if m.status is PointStatus.OK and m.scheme == claim.schemes[0] and m.cell(fields) == cell
+                  and m.profiles]
         if not curves:
             continue
         summary = growth_summary(np.stack(curves), confidence)  # curves: (S, L+1)
@@ -209,7 +210,8 @@ def _every_step_levels(claim: Claim, models, fields, confidence: float) -> list[
     can identify a class."""
     out = []
     for cell in sorted({m.cell(fields) for m in models}):
-        ok = [m for m in models if m.status is PointStatus.OK and m.scheme == claim.schemes[0] and m.cell(fields) == cell]
+        ok = [m for m in models
+              if m.status is PointStatus.OK and m.scheme == claim.schemes[0] and m.cell(fields) == cell]
         if not ok:
             continue
         steps = sorted(set.intersection(*(set(m.profiles) for m in ok)) - {0})
@@ -373,7 +375,8 @@ def _trend(study, claim: Claim, axis: str, group: dict, line: str, members, full
     rates = [labels[cell] for cell, _, _ in samples]
     blocks = None
     if statistic in SHARE_STATISTICS:
-        blocks = np.array([m.stats.blocks for m in members if m.status is PointStatus.OK and m.scheme == claim.schemes[0]])
+        blocks = np.array([m.stats.blocks for m in members
+                           if m.status is PointStatus.OK and m.scheme == claim.schemes[0]])
     trend = fit_trend(x, y, study.inference.confidence, blocks=blocks, rates=rates)
     fields = dict(claim=claim, statistic=statistic, axis=axis, group=group, line=line, n=trend.n,
                   failed=sum(m.status is PointStatus.FAILED for m in members if m.scheme in claim.schemes),

@@ -22,7 +22,8 @@ cell effect, already the slope's error, and seeds never become the replicates of
 null studies at a cell-to-seed spread of 2, which this rule holds at the nominal rate:
 tests/simulate/test_claims_trends.py). The lack-of-fit F test on the models (Draper and Smith
 1998, Sec. 2.1) is reported as a description. Where the cell means are not monotone the trend
-names where they turn (:class:`CellShape`, worded by :func:`describe_shape`). With two axis values no direction is judged.
+names where they turn (:class:`CellShape`, worded by :func:`describe_shape`). With two axis values no direction is
+judged.
 
 Where the cell means change sign, :func:`cell_crossing` interpolates them linearly in ``log x``
 and gives the set of axis values where the interpolant is not significantly different from 0
@@ -53,7 +54,8 @@ from simulate.engine import CONFIDENCE
 from theory.verdicts import Verdict
 
 __all__ = ["Cells", "cells_of", "Trend", "cell_means_slope", "within_var", "lack_of_fit_p", "fit_trend",
-           "direction_verdict", "CellShape", "cell_shape", "describe_shape", "SignChange", "Crossing", "cell_crossing", "describe_crossing"]
+           "direction_verdict", "CellShape", "cell_shape", "describe_shape", "SignChange", "Crossing", "cell_crossing",
+           "describe_crossing"]
 
 
 class Cells(NamedTuple):
@@ -88,8 +90,8 @@ def cells_of(x, y) -> Cells:
 class Trend(NamedTuple):
     """A trend along an axis (module docstring): the cell-means line's ``slope`` per e-fold with its two-sided
     ``p_value`` and degrees of freedom ``dof``, the ``lack_of_fit`` p (a description), ``cells`` (axis values),
-    ``n`` (models), the cells' ``shape`` (:class:`CellShape`), and for ``needs``: the cell means' residual variance about the
-    line and the pooled within-cell variance."""
+    ``n`` (models), the cells' ``shape`` (:class:`CellShape`), and for ``needs``: the cell means' residual variance
+    about the line and the pooled within-cell variance."""
 
     slope: Interval
     p_value: float

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from simulate.claims.width_laws import WIDTH_LAWS, fit_width_law
-from simulate.study.judge.across_depth import JudgedOn, LawData, PredictionError, check_targets, law_data, line_rate_pair
+from simulate.study.judge.across_depth import (JudgedOn, LawData, PredictionError, check_targets, law_data,
+                                               line_rate_pair)
 
 __all__ = ["WIDTH_PREDICTION_COLUMNS", "MIN_LAW_WIDTHS", "width_prediction_table"]
 

@@ -63,7 +63,8 @@ from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import BlindTest, PointStatus, RateLine
 
 __all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "FITTED_SUFFIX", "REFIT_RTOL", "values_moved", "Commit",
-           "Judged", "prediction_axis", "read_prediction", "prediction_name", "write_prediction", "first_commit", "model_start",
+           "Judged", "prediction_axis", "read_prediction", "prediction_name", "write_prediction", "first_commit",
+           "model_start",
            "judge_prediction", "chance_failures", "judged_markdown", "write_judgements", "read_judgements",
            "judged_summary"]
 
@@ -301,8 +302,8 @@ def _line_models(models, chosen: set, row) -> list:
     """The finished models of a row's line at its depth (and width, for a width prediction's row) and length: at the
     rates the file wrote (fixed), or at their cell's chosen rate."""
     width = getattr(row, "width", None)
-    here = [m for m in models if m.status is PointStatus.OK and m.value("depth") == row.depth and m.value("steps") == row.steps
-            and (width is None or m.value("width") == width)]
+    here = [m for m in models if m.status is PointStatus.OK and m.value("depth") == row.depth
+            and m.value("steps") == row.steps and (width is None or m.value("width") == width)]
     if row.line is not RateLine.FIXED:
         return [m for m in here if m.point.key in chosen]
     rates = dict(zip(row.scheme.split("-"), (row.lr, row.lr_second)))
@@ -385,7 +386,8 @@ def judge_prediction(path, study, out) -> Judged:
     written = read_prediction(StringIO(commit.text) if commit is not None else path)
     every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
     predicted = set(written[axis])
-    starts = [model_start(m.record) for m in every if m.status is not PointStatus.PENDING and m.value(axis) in predicted]
+    starts = [model_start(m.record) for m in every
+              if m.status is not PointStatus.PENDING and m.value(axis) in predicted]
     first = min(starts) if starts else None
     problem = ""
     if commit is None:
@@ -609,12 +611,12 @@ def judged_summary(judgements: list[Judged]) -> list[str]:
         if judged.problem:
             lines += [f"## Pre-registered prediction `{name}`", "", f"Not judged: see `{name}-judged.md`.", ""]
             continue
+        lines_note = _LINES if RateLine.FIXED in set(rows["line"]) else ""
         lines += [f"## Pre-registered prediction `{name}` against the models trained after it", "",
                   f"Each row a {level_label(confidence)} prediction interval committed before the models started "
                   f"(`{name}.md`); judged without refitting (`{name}-judged.md`, per line and length). A pass is "
                   f"`uninformative` where the interval also held the value at the nearest fitted {axis} or "
-                  f"{_RIVAL[axis][0]}: such a row could not have failed." + (_LINES if RateLine.FIXED in set(rows["line"])
-                                                                          else ""), "",
+                  f"{_RIVAL[axis][0]}: such a row could not have failed." + lines_note, "",
                   *[f"- {_chance_words(rows[rows[axis] == value], _target_label(axis, value))}."
                     for value in sorted(set(rows[axis]))],
                   "",

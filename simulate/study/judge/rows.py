@@ -26,8 +26,8 @@ from simulate.claims import CLAIMS
 from simulate.claims.judgement import Interval, describe_size, describe_stability, level_label
 from theory.verdicts import PointStatus
 
-__all__ = ["status_tally", "verdict_interval", "change_interval", "interval_words", "size_words", "stability_words", "value_text",
-           "cell_text"]
+__all__ = ["status_tally", "verdict_interval", "change_interval", "interval_words", "size_words", "stability_words",
+           "value_text", "cell_text"]
 
 
 def status_tally(statuses) -> str:

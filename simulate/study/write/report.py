@@ -102,8 +102,8 @@ def _header(study, points: pd.DataFrame, command: str) -> list[str]:
     level = level_label(inference.confidence)
     lines = [f"# Study `{study.name}`", "",
              f"- Command: `{command}`",
-             f"- Models: {len(points)} ({status_tally(points['status'])}); trend axes: {', '.join(study.axes)}; schemes: "
-             f"{', '.join(study.schemes())}; seeds: {points['seed'].nunique()}",
+             f"- Models: {len(points)} ({status_tally(points['status'])}); trend axes: {', '.join(study.axes)}; "
+             f"schemes: {', '.join(study.schemes())}; seeds: {points['seed'].nunique()}",
              *_versions(points),
              f"- Trained between {finished.min()} and {finished.max()}" if len(finished) else "- Not trained yet",
              f"- Training and scoring time of the models: {seconds / 3600:.2f} h of one thread",
