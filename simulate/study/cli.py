@@ -118,13 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     studies = resolve_studies(studies, out)  # a tuned study's models: those at its cells' chosen rates
     _write_reports(studies, out, command)
     if args.export is not None:
+        from simulate.study.judge.across_width import paper_size_table
         from simulate.study.train.export import export_study_points
         from simulate.study.write.provenance import write_results_readme
 
         count = export_study_points(studies, out, dest)
         print(f"{PROG}: {count} models copied without weights to {dest}", file=sys.stderr)
         judgements, judged = _write_reports(studies, dest, command)
-        readme = write_results_readme(studies, judgements, judged, args.export, args.specs, args.out, command)
+        paper_sizes = {study.name: paper_size_table(study, dest) for study in studies}
+        readme = write_results_readme(studies, judgements, judged, paper_sizes, args.export, args.specs, args.out,
+                                      command)
         print(f"what the copy holds and how to go on -> {readme}")
         if args.compare is not None:
             from simulate.study.judge.changes import write_changes

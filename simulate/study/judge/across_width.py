@@ -12,6 +12,13 @@ from none, and its pass is marked uninformative when it is judged.
 
 ``python -m simulate study ... --predict width=128`` writes the table (:mod:`simulate.study.judge.preregistration`),
 to be committed before any model of that width starts.
+
+:func:`paper_size_table` asks the same laws the question of issue 50 at P1's sizes: LNS minus Pre-LN held-out loss
+at LLaMA-130M (L = 12, d = 768) and LLaMA-1B (L = 24, d = 2048), each a prediction interval for one new model there
+(P1 reports one run per size), against P1's gain at that size (:data:`simulate.claims.definitions.CLAIMS`'s
+``p1-lns-loss`` reference) by :func:`~simulate.claims.judgement.size_verdict`. An extrapolation 12 to 32 times past
+the widest trained width, by laws that disagree with each other, at this recipe's 4000 steps where P1 trained 20k
+and more: the rows say what each law implies, not what a 130M model would do.
 """
 
 from __future__ import annotations
@@ -21,17 +28,23 @@ import math
 import numpy as np
 import pandas as pd
 
+from simulate.claims.definitions import CLAIMS
+from simulate.claims.judgement import size_verdict
 from simulate.claims.width_laws import WIDTH_LAWS, fit_width_law
 from simulate.study.judge.across_depth import (JudgedOn, LawData, PredictionError, check_targets, law_data,
                                                line_rate_pair)
 
-__all__ = ["WIDTH_PREDICTION_COLUMNS", "MIN_LAW_WIDTHS", "width_prediction_table"]
+__all__ = ["WIDTH_PREDICTION_COLUMNS", "MIN_LAW_WIDTHS", "P1_SIZES", "PAPER_SIZE_COLUMNS", "width_prediction_table",
+           "paper_size_table"]
 
 WIDTH_PREDICTION_COLUMNS = ("statistic", "scheme", "law", "form", "line", "lr", "lr_second", "steps", "depth",
                             "width", "models", "judged_on", "estimate", "low", "high", "confidence", "fitted_depths",
                             "fitted_widths", "fitted_models", "width_term", "width_term_low", "width_term_high",
                             "lack_of_fit_p", "residual_sd", "within_sd", "no_change", "no_change_inside")
 MIN_LAW_WIDTHS = 3  # widths a law with a width term is fitted on: two would leave the interaction nothing to test
+P1_SIZES = (("LLaMA-130M", 12, 768), ("LLaMA-1B", 24, 2048))  # (name, depth, width) of P1's LNS comparison
+PAPER_SIZE_COLUMNS = ("line", "steps", "law", "size", "depth", "width", "estimate", "low", "high", "confidence", "p1",
+                      "answer", "width_term", "width_term_low", "width_term_high", "fitted_widths", "fitted_models")
 
 
 def width_prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -81,3 +94,35 @@ def _law_rows(data: LawData, law, targets, confidence, counts, judged_seed) -> l
                              "no_change": no_change,
                              "no_change_inside": bool(predicted.low <= no_change <= predicted.high)})
     return rows
+
+
+def paper_size_table(study, out) -> pd.DataFrame:
+    """LNS minus Pre-LN held-out loss at P1's sizes (:data:`P1_SIZES`) by each law of a resolved study along width
+    and depth, per line, at its longest training (module docstring): one row per line, law and size
+    (:data:`PAPER_SIZE_COLUMNS`; ``p1`` P1's gain at that size, ``answer`` the size verdict); empty for a study
+    without both axes or without both schemes, and without a law where fewer than :data:`MIN_LAW_WIDTHS` widths are
+    trained."""
+    claim = CLAIMS["p1-lns-loss"]
+    if not {"width", "depth"} <= set(study.axes) or not set(claim.schemes) <= set(study.schemes()):
+        return pd.DataFrame(columns=list(PAPER_SIZE_COLUMNS))
+    data, _, _ = law_data(study, out)
+    losses = [d for d in data if d.subject.statistic == claim.statistic and d.subject.schemes == claim.schemes]
+    full = max((d.steps for d in losses), default=None)
+    p1 = {"LLaMA-130M": claim.reference.level, "LLaMA-1B": claim.reference.level + claim.reference.change}
+    rows = []
+    for data_part in (d for d in losses if d.steps == full):
+        samples = data_part.samples
+        for law in WIDTH_LAWS:
+            fit = fit_width_law(samples["depth"], samples["width"], samples["value"], law, study.inference.confidence)
+            if fit is None or len(set(fit.widths)) < MIN_LAW_WIDTHS:
+                continue
+            for name, depth, width in P1_SIZES:
+                predicted = fit.predict(depth, width, models=1)
+                rows.append({"line": data_part.line, "steps": data_part.steps, "law": law, "size": name,
+                             "depth": depth, "width": width, "estimate": predicted.estimate, "low": predicted.low,
+                             "high": predicted.high, "confidence": predicted.confidence, "p1": p1[name],
+                             "answer": size_verdict(predicted, p1[name]), "width_term": fit.width_term.estimate,
+                             "width_term_low": fit.width_term.low, "width_term_high": fit.width_term.high,
+                             "fitted_widths": " ".join(f"{w:g}" for w in sorted(set(fit.widths))),
+                             "fitted_models": fit.models})
+    return pd.DataFrame(rows, columns=list(PAPER_SIZE_COLUMNS))

@@ -13,6 +13,10 @@ A shipped atlas (``results/atlas/README.md``) answers (docs/studies.md#headline-
    claims across depth: the exponent ``p`` of ``var_L ~ L^p`` over the depth cells, on the tuned and
    the fixed-rate line, with the exponential in ``L`` beside it.)
 
+A study along width and depth adds a fourth: **P1's sizes.** What LNS minus Pre-LN would be at LLaMA-130M and
+LLaMA-1B by each law across depth and width (:func:`simulate.study.judge.across_width.paper_size_table`), against
+P1's gain there: an extrapolation far past the trained widths, stated as what each law implies.
+
 Each row gives the models it rests on and its stability (the change from the shorter training,
 paired by seed, with its interval), and the values of the fields the study also sweeps (``lr`` in a
 learning-rate x depth study: one row and one trend per rate). Levels are unadjusted (each a statement
@@ -24,7 +28,9 @@ from __future__ import annotations
 import pandas as pd
 
 from simulate.claims.definitions import CLAIMS, QUESTIONS
-from simulate.claims.judgement import level_label
+from collections import Counter
+
+from simulate.claims.judgement import Interval, level_label
 from simulate.study.judge.rows import interval_words, size_words, stability_words, value_text, verdict_interval
 from simulate.study.judge.tables import at_full_length
 from theory.cli import markdown_table
@@ -162,9 +168,31 @@ def _growth_question(question, trends, held) -> list[str]:
     return [markdown_table(pd.DataFrame(rows))] if rows else []
 
 
-def headline_section(judgement, study) -> list[str]:
+def _paper_size_question(table: pd.DataFrame) -> list[str]:
+    """The laws' answers at P1's sizes (module docstring): a sentence, the table, and the answers counted per size."""
+    if table is None or table.empty:
+        return []
+    rows = [{"line": r.line, "law": r.law, "size": f"{r.size} (L = {r.depth}, d = {r.width})",
+             "LNS - Pre-LN": Interval(r.estimate, r.low, r.high, r.confidence).format(), "P1": f"{r.p1:.3g}",
+             "answer": str(r.answer), "log d term": f"{r.width_term:.3g}" if r.law != "no width term" else ""}
+            for r in table.itertuples()]
+    counts = [f"{size}: " + ", ".join(f"{answer} {n}" for answer, n in Counter(map(str, part["answer"])).items())
+              for size, part in table.groupby("size", sort=False)]
+    widths = table["fitted_widths"].iloc[0]
+    return [f"Each law across depth and width (fitted per line on d = {widths} at {int(table['steps'].iloc[0])} "
+            f"steps) extrapolated to P1's LNS comparison: a {level_label(float(table['confidence'].iloc[0]))} "
+            "prediction interval for one model at each size, against P1's gain there. That is 12 to 32 times past "
+            "the widest trained width, at this recipe's length where P1 trained 20k steps and more, by laws that "
+            "disagree with one another: what each law implies, not a measurement of a 130M model. The interaction "
+            "law's width effect at a depth is its log d term plus its log L log d term.", "",
+            markdown_table(pd.DataFrame(rows)), "", *[f"- {line}." for line in counts], ""]
+
+
+def headline_section(judgement, study, paper_sizes: pd.DataFrame | None = None) -> list[str]:
     """Markdown lines answering :data:`~simulate.claims.definitions.QUESTIONS` from ``study``'s ``judgement``
-    (:class:`~simulate.study.judge.tables.StudyJudgement`); empty for a study that does not run along depth."""
+    (:class:`~simulate.study.judge.tables.StudyJudgement`), and for a study along width and depth the laws'
+    ``paper_sizes`` (:func:`~simulate.study.judge.across_width.paper_size_table`); empty for a study that does not
+    run along depth."""
     if "depth" not in study.axes:
         return []
     levels, trends = at_full_length(judgement.levels), at_full_length(judgement.trends)
@@ -176,6 +204,10 @@ def headline_section(judgement, study) -> list[str]:
                  else _level_question(question, levels, trends, rates, held))
         if lines:
             body += [f"### {number}. {question.title}", "", *lines, ""]
+    sizes = _paper_size_question(paper_sizes)
+    if sizes:
+        body += [f"### {len(QUESTIONS) + 1}. What would LNS minus Pre-LN be at P1's sizes, by the laws across depth "
+                 "and width?", "", *sizes]
     if not body:
         return []
     return [f"## Headline answers of `{study.name}` (at the full length; docs/studies.md#headline-answers)", "",
