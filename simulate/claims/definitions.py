@@ -297,9 +297,9 @@ def growth_claim(lemma: str) -> Claim:
 
 
 class Question(NamedTuple):
-    """A headline question of a depth study (simulate.study.write.headline): its title, the claims it reads (levels per
-    depth and the trend along depth; a growth question reads each scheme's growth claim across depth) and the
-    answer each verdict gives."""
+    """A headline question of a depth study (simulate.study.write.headline): its title, the claims it reads
+    (levels per depth and the trend along depth; a growth question reads each scheme's growth claim across depth)
+    and the answer each verdict gives."""
 
     title: str
     claims: tuple[str, ...]

@@ -64,9 +64,8 @@ from theory.verdicts import BlindTest, PointStatus, RateLine
 
 __all__ = ["PREFIX", "WIDTH_PREFIX", "PROVENANCE_COLUMNS", "FITTED_SUFFIX", "REFIT_RTOL", "values_moved", "Commit",
            "Judged", "prediction_axis", "read_prediction", "prediction_name", "write_prediction", "first_commit",
-           "model_start",
-           "judge_prediction", "chance_failures", "judged_markdown", "write_judgements", "read_judgements",
-           "judged_summary"]
+           "model_start", "judge_prediction", "chance_failures", "judged_markdown", "write_judgements",
+           "read_judgements", "judged_summary"]
 
 PREFIX = "prediction-L"  # a depth study's predictions at other depths (judged here)
 WIDTH_PREFIX = "prediction-d"  # a width study's predictions at another width
