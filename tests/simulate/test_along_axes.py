@@ -220,7 +220,7 @@ def test_the_design_needs_names_detects_the_reference_in_80_percent_of_studies(s
 
 def test_needs_without_a_line_says_nothing():
     assert needs(fit_trend(np.repeat([8.0, 32.0], 3), np.arange(6.0)), 1.0, ALPHA) is None  # two cells
-    assert needs(fit_trend(DEPTHS, [0.1, 0.2, 0.0, 0.3]), 1.0, ALPHA) is not None  # one seed per cell: the line's scatter
+    assert needs(fit_trend(DEPTHS, [0.1, 0.2, 0.0, 0.3]), 1.0, ALPHA) is not None  # one seed a cell: the line's scatter
 
 
 def test_a_judgement_knows_the_versions_its_models_rest_on():

@@ -16,10 +16,9 @@ import pandas as pd
 import pytest
 from theory.verdicts import BlindTest, GrowthClass
 
-from simulate.study.judge.extrapolation import (BLOCK_TERMS, GROWTH_TERMS, LawError, error_intervals, extrapolation_test,
-                                          fit_growth_law,
-                                          IncrementLaw, fit_increment_law,
-                                          fit_law, paper_predictions)
+from simulate.study.judge.extrapolation import (BLOCK_TERMS, GROWTH_TERMS, LawError, error_intervals,
+                                                extrapolation_test, fit_growth_law, IncrementLaw, fit_increment_law,
+                                                fit_law, paper_predictions)
 from theory.meanfield.bridge import bridge_profile
 
 ALPHA = {"1": 0.01, "log l": 0.002, "l/L": 0.02, "log sigma": 0.0}  # a/sigma

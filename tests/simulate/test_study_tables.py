@@ -20,7 +20,7 @@ from simulate.claims.judgement import (NO_INTERVAL, Interval, Judgement, TrendDe
 from simulate.claims.trends import cell_shape
 from simulate.study.judge.tables import REPORT_FILES
 from simulate.study.judge.tables import (LEVEL_COLUMNS, TREND_COLUMNS, StudyJudgement, at_full_length, level_frame,
-                                   read_study, read_verdicts, trend_frame, write_tables)
+                                         read_study, read_verdicts, trend_frame, write_tables)
 from theory.verdicts import GrowthClass, PointStatus, RateLine, Stability, Verdict
 
 LEVEL_FIELDS = ["depth", "steps"]
@@ -62,14 +62,14 @@ def _trends() -> list[TrendJudgement]:
                        Interval(0.5, 0.1, 0.9, 0.95), math.nan, math.nan, math.nan, None, Verdict.NO_DIRECTION),
         TrendJudgement(loss, "val_loss", "width", {"steps": 800}, RateLine.TUNED, 6, 0, 0, 2, Interval(0.01), math.nan,
                        math.nan, math.nan, -1, Verdict.TOO_FEW_AXIS_VALUES, stability=Stability.CANNOT_TELL),
-        TrendJudgement(growth, "var_last", "depth", {}, RateLine.TRAINED, 12, 0, 0, 4, Interval(2.3, 2.1, 2.5, 0.95), 0.3,
-                       math.nan, math.nan, None, Verdict.VIOLATED),
+        TrendJudgement(growth, "var_last", "depth", {}, RateLine.TRAINED, 12, 0, 0, 4, Interval(2.3, 2.1, 2.5, 0.95),
+                       0.3, math.nan, math.nan, None, Verdict.VIOLATED),
     ]
 
 
 def _calibration() -> pd.DataFrame:
-    return pd.DataFrame([{"scenario": "no trend", "claim": "p1-lns-loss", "statistic": "val_loss", "line": RateLine.TUNED,
-                          "cells": 4, "seeds": 3.0, "cell_to_seed": 1.3, "rate": 0.045, "rate_se": 0.0066,
+    return pd.DataFrame([{"scenario": "no trend", "claim": "p1-lns-loss", "statistic": "val_loss",
+                          "line": RateLine.TUNED, "cells": 4, "seeds": 3.0, "cell_to_seed": 1.3, "rate": 0.045, "rate_se": 0.0066,
                           "detectable": 0.02, "reference": -0.032, "studies": 1000}])
 
 

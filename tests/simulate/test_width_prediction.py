@@ -25,8 +25,8 @@ from simulate.study.cli import main as study_main
 from simulate.study.judge import across_width
 from simulate.study.judge.across_depth import PredictionError
 from simulate.study.judge.across_width import width_prediction_table
-from simulate.study.judge.preregistration import (PROVENANCE_COLUMNS, judge_prediction, judged_summary, write_judgements,
-                                            write_prediction)
+from simulate.study.judge.preregistration import (PROVENANCE_COLUMNS, judge_prediction, judged_summary,
+                                                  write_judgements, write_prediction)
 from simulate.study.plan.spec import load_study
 from simulate.study.read.point_table import last_step_layers
 from simulate.sweep.store import encode_point, read_point, write_point

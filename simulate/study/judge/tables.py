@@ -3,8 +3,9 @@
 
 :func:`simulate.study.judge.analysis.judge_study` makes a :class:`StudyJudgement` from a study's models,
 :func:`write_tables` writes it, :func:`read_study` reads it back equal (the round trip:
-tests/simulate/test_study.py::test_the_judgement_read_back_is_the_judgement_written); every page formats the object it is given
-(:mod:`simulate.study.write.report`, :mod:`simulate.study.write.headline`, :mod:`simulate.study.write.provenance`).
+tests/simulate/test_study.py::test_the_judgement_read_back_is_the_judgement_written); every page formats the
+object it is given (:mod:`simulate.study.write.report`, :mod:`simulate.study.write.headline`,
+:mod:`simulate.study.write.provenance`).
 
 :func:`level_frame` and :func:`trend_frame` lay the judges' typed records
 (:class:`~simulate.claims.judgement.Judgement`, :class:`~simulate.claims.judgement.TrendJudgement`)

@@ -37,8 +37,8 @@ import pandas as pd
 from simulate.claims import BlindTestJudgement, Interval, blind_test_verdict, level_label
 from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
 from simulate.study.judge.extrapolation import (INFORMATIVE, LawError, bridge_samples, error_intervals,
-                                          extrapolation_test, fit_growth_law, fit_increment_law, fit_law, formula,
-                                          paper_predictions, where)
+                                                extrapolation_test, fit_growth_law, fit_increment_law, fit_law,
+                                                formula, paper_predictions, where)
 from simulate.study.read.models import distinct_models
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic

@@ -313,8 +313,8 @@ def study_markdown(study, judgement: StudyJudgement, command: str, candidates=()
 
 
 def write_reports(study, out, command: str | None = None) -> Written:
-    """Read ``study``'s models from ``out``, judge them (:func:`simulate.study.judge.analysis.judge_study`) and write the
-    judgement's files and ``study.md`` into ``out/NAME``."""
+    """Read ``study``'s models from ``out``, judge them (:func:`simulate.study.judge.analysis.judge_study`) and write
+    the judgement's files and ``study.md`` into ``out/NAME``."""
     import dataclasses
 
     from simulate.study.plan.tuning import resolve_tuning, tuning_table
