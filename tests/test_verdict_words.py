@@ -1,4 +1,4 @@
-"""No verdict, class, blind-test, status or rate-line word is compared as a string outside its enum's module.
+"""No verdict, class, blind-test, status, rate-line or law word is compared as a string outside its enum's module.
 
 A judgement's word is an enum member (:mod:`theory.verdicts`); code that compares it with a literal
 (``verdict == "holds"``, ``label in ("exponential", ...)``, ``.isin(["holds"])``, a dict keyed by a
@@ -13,16 +13,20 @@ import ast
 import json
 from pathlib import Path
 
+from simulate.claims.depth_laws import DepthLawForm
+from simulate.claims.width_laws import WidthLawForm
 from theory.verdicts import AccuracyClass, BlindTest, GrowthClass, PointStatus, RateLine, Stability, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("theory", "simulate", "paper_figs", "tools")
 ENUM_MODULE = ROOT / "theory" / "verdicts.py"
 WORDS = {member.value for kind in (Verdict, GrowthClass, BlindTest, Stability, AccuracyClass) for member in kind}
-# A point's status (ok, failed, pending) and a rate line (fixed, trained, tuned) are also other things' words (a
-# tuning cell's state, a trend table's count column, BlindTest.PENDING, a column "trained"): such a word is an offence
-# where it is compared with what names its kind (an expression naming ``status``, ``line``), or is a word above.
-CONTEXT_WORDS = {"status": {member.value for member in PointStatus}, "line": {member.value for member in RateLine}}
+# A point's status (ok, failed, pending), a rate line (fixed, trained, tuned) and a law's form (power, additive, ...)
+# are also other things' words (a tuning cell's state, a trend table's count column, BlindTest.PENDING, a column
+# "trained"): such a word is an offence where it is compared with what names its kind (an expression naming
+# ``status``, ``line``, ``law``), or is a word above.
+CONTEXT_WORDS = {"status": {member.value for member in PointStatus}, "line": {member.value for member in RateLine},
+                 "law": {member.value for kind in (DepthLawForm, WidthLawForm) for member in kind}}
 
 
 def _word_constants(node, kinds: frozenset = frozenset()) -> list[str]:

@@ -45,15 +45,18 @@ class Word(Enum):
         return members.index(self) < members.index(other)
 
     @classmethod
-    def parse(cls, word):
+    def parse(cls, word, field: str | None = None):
         """The member whose word is ``word`` (a member is returned as it is); ValueError naming the allowed words
-        (the first three, then ``...``) for anything else."""
+        (the first three, then ``...``) for anything else, or, for the input ``field`` of a caller, naming the field
+        and every allowed word (``law='cubic' is not allowed: one of power, exponential in L``)."""
         if isinstance(word, cls):
             return word
         try:
             return cls(word)
         except ValueError:
             allowed = [member.value for member in cls]
+            if field is not None:
+                raise ValueError(f"{field}={word!r} is not allowed: one of {', '.join(allowed)}") from None
             shown = ", ".join(allowed[:3]) + (", ..." if len(allowed) > 3 else "")
             raise ValueError(f"{word!r} is not a {cls.__name__} word: one of {shown}") from None
 

@@ -5,7 +5,7 @@ P1 states its growth bounds on the last layer's variance *as the stack deepens*
 Scaling): a function of ``L`` across models, not the shape of one model's profile over its own
 blocks. A depth study measures it at a few depths, several seeds each, so a law across depth is
 fitted to the cells (one per depth) as the trends are (:mod:`simulate.claims.trends`), in one of two
-forms (:data:`DEPTH_LAWS`):
+forms (:class:`DepthLawForm`, their formulas in :data:`DEPTH_LAWS`):
 
 ``power``
     ``y = a + b log L``: for ``y = log var_L`` a power law ``var_L ~ L^b`` (``b`` the exponent P1
@@ -44,7 +44,7 @@ description of how the cells sit on the law, not a licence to judge by seeds).
 
 >>> depths = np.repeat([4.0, 8.0, 16.0, 32.0], 3)
 >>> y = 0.2 + 1.4 * np.log(depths) + np.tile([-0.05, 0.0, 0.05], 4)
->>> law = fit_depth_law(depths, y, "power")
+>>> law = fit_depth_law(depths, y, DepthLawForm.POWER)
 >>> round(law.slope.estimate, 6), law.cells, law.models
 (1.4, 4, 12)
 >>> p = law.predict(64, models=3)
@@ -65,25 +65,47 @@ from scipy import stats
 from simulate.claims.judgement import Interval
 from simulate.claims.trends import cell_means_slope, cells_of, lack_of_fit_p, within_var
 from simulate.engine import CONFIDENCE
+from theory.verdicts import Word
 
-__all__ = ["DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law", "law_regressor", "new_cell_interval"]
+__all__ = ["DepthLawForm", "DEPTH_LAWS", "MIN_LAW_DEPTHS", "DepthLaw", "fit_depth_law", "law_regressor", "new_cell_interval"]
 
-DEPTH_LAWS = {"power": "y = a + b log L", "exponential in L": "y = a + b L"}
+
+
+class DepthLawForm(Word):
+    """The form of a law across depth (module docstring); a prediction file's ``law`` holds the word."""
+
+    POWER = "power"
+    EXPONENTIAL = "exponential in L"
+
+    @classmethod
+    def _missing_(cls, word):
+        """``exponential``: this law's word before it was named ``exponential in L`` (issue 40), as
+        ``results/atlas/prediction-L64.csv`` was committed with it.
+
+        >>> DepthLawForm("exponential") is DepthLawForm.EXPONENTIAL
+        True
+        """
+        return cls.EXPONENTIAL if word == _FORMER_EXPONENTIAL else None
+
+
+_FORMER_EXPONENTIAL = "exponential"  # DepthLawForm.EXPONENTIAL's word in files committed before issue 40
+
+
+DEPTH_LAWS = {DepthLawForm.POWER: "y = a + b log L", DepthLawForm.EXPONENTIAL: "y = a + b L"}  # form -> formula
 MIN_LAW_DEPTHS = 3  # cells a law across depth needs: two parameters and at least one residual degree of freedom
 _SLOPE_METHOD = "cell means, t on cells - 2"  # the slope's interval (module docstring)
 _PREDICTION_METHOD = "a new cell mean, t on cells - 2"  # a new cell mean's interval (module docstring)
 
 
-def law_regressor(law: str, depth) -> np.ndarray:
-    """``f(L)`` of a law of :data:`DEPTH_LAWS`: ``log L`` (power) or ``L`` (exponential in L).
+def law_regressor(law: DepthLawForm | str, depth) -> np.ndarray:
+    """``f(L)`` of a law's form (or its word): ``log L`` (power) or ``L`` (exponential in L).
 
     >>> law_regressor("power", [1.0, math.e]).tolist(), law_regressor("exponential in L", [2.0]).tolist()
     ([0.0, 1.0], [2.0])
     """
-    if law not in DEPTH_LAWS:
-        raise ValueError(f"law={law!r} is not allowed: one of {', '.join(DEPTH_LAWS)}")
+    law = DepthLawForm.parse(law, "law")
     depth = np.asarray(depth, dtype=float)
-    return np.log(depth) if law == "power" else depth
+    return np.log(depth) if law is DepthLawForm.POWER else depth
 
 
 @dataclass(frozen=True)
@@ -97,7 +119,7 @@ class DepthLaw:
     intervals.
     """
 
-    law: str
+    law: DepthLawForm
     depths: np.ndarray
     means: np.ndarray
     counts: np.ndarray
@@ -153,9 +175,10 @@ def new_cell_interval(centre: float, residual_var: float, leverage: float, withi
     return Interval(centre, centre - half, centre + half, confidence, method, math.sqrt(variance))
 
 
-def fit_depth_law(depths, values, law: str, confidence: float = CONFIDENCE) -> DepthLaw | None:
-    """The law ``law`` of :data:`DEPTH_LAWS` fitted to the cell means of ``values`` by depth (module docstring);
-    None with fewer than two depths. Non-finite values are left out."""
+def fit_depth_law(depths, values, law: DepthLawForm | str, confidence: float = CONFIDENCE) -> DepthLaw | None:
+    """The law of form ``law`` (a :class:`DepthLawForm` or its word) fitted to the cell means of ``values`` by depth
+    (module docstring); None with fewer than two depths. Non-finite values are left out."""
+    law = DepthLawForm.parse(law, "law")
     cells = cells_of(depths, values)
     if cells.x.size < 2:
         return None

@@ -25,7 +25,7 @@ nine cells has 6 (additive), 5 (interaction) or 7 (no width term) degrees of fre
 
 >>> depths, widths = np.repeat([8.0, 16.0, 32.0], 6), np.tile(np.repeat([16.0, 32.0, 64.0], 2), 3)
 >>> y = 1.0 + 1.5 * np.log(depths) - 0.5 * np.log(widths) + np.tile([-0.01, 0.01], 9)
->>> law = fit_width_law(depths, widths, y, "additive", confidence=0.95)
+>>> law = fit_width_law(depths, widths, y, WidthLawForm.ADDITIVE, confidence=0.95)
 >>> [round(float(c), 6) for c in law.coefficients], law.cells, law.dof
 ([1.0, 1.5, -0.5], 9, 6)
 >>> round(law.predict(16, 128, models=3).estimate - (1.0 + 1.5 * math.log(16) - 0.5 * math.log(128)), 12)
@@ -42,27 +42,38 @@ import numpy as np
 from simulate.claims.depth_laws import new_cell_interval
 from simulate.claims.judgement import Interval
 from simulate.claims.trends import Cells, lack_of_fit_p, within_var
+from theory.verdicts import Word
 
-__all__ = ["WIDTH_LAWS", "WidthLaw", "width_law_design", "fit_width_law"]
+__all__ = ["WidthLawForm", "WIDTH_LAWS", "WidthLaw", "width_law_design", "fit_width_law"]
 
-WIDTH_LAWS = {"additive": "y = a + b log L + c log d", "interaction": "y = a + b log L + c log d + e log L log d",
-              "no width term": "y = a + b log L"}
+
+
+class WidthLawForm(Word):
+    """The form of a law across depth and width (module docstring); a prediction file's ``law`` holds the word."""
+
+    ADDITIVE = "additive"
+    INTERACTION = "interaction"
+    NO_WIDTH_TERM = "no width term"
+
+
+WIDTH_LAWS = {WidthLawForm.ADDITIVE: "y = a + b log L + c log d",  # form -> formula
+              WidthLawForm.INTERACTION: "y = a + b log L + c log d + e log L log d",
+              WidthLawForm.NO_WIDTH_TERM: "y = a + b log L"}
 _PREDICTION_METHOD = "a new cell mean, t on cells - coefficients"
 
 
-def width_law_design(law: str, depth, width) -> np.ndarray:
-    """The regressors ``(n, q)`` of a law of :data:`WIDTH_LAWS` at ``depth`` and ``width`` (each ``(n,)``).
+def width_law_design(law: WidthLawForm | str, depth, width) -> np.ndarray:
+    """The regressors ``(n, q)`` of a law's form (or its word) at ``depth`` and ``width`` (each ``(n,)``).
 
     >>> width_law_design("interaction", [math.e], [math.e ** 2]).tolist()
     [[1.0, 1.0, 2.0, 2.0]]
     """
-    if law not in WIDTH_LAWS:
-        raise ValueError(f"law={law!r} is not allowed: one of {', '.join(WIDTH_LAWS)}")
+    law = WidthLawForm.parse(law, "law")
     log_l, log_d = np.log(np.asarray(depth, dtype=float)), np.log(np.asarray(width, dtype=float))  # (n,) each
     columns = [np.ones_like(log_l), log_l]
-    if law != "no width term":
+    if law is not WidthLawForm.NO_WIDTH_TERM:
         columns.append(log_d)
-    if law == "interaction":
+    if law is WidthLawForm.INTERACTION:
         columns.append(log_l * log_d)
     return np.stack(columns, axis=1)  # (n, q)
 
@@ -77,7 +88,7 @@ class WidthLaw:
     variance (NaN without replicates); ``lack_of_fit`` the pure-error F test's p.
     """
 
-    law: str
+    law: WidthLawForm
     depths: np.ndarray
     widths: np.ndarray
     means: np.ndarray
@@ -115,10 +126,11 @@ class WidthLaw:
                                  self.counts, models, self.dof, self.confidence, _PREDICTION_METHOD)
 
 
-def fit_width_law(depths, widths, values, law: str, confidence: float) -> WidthLaw | None:
-    """The law ``law`` of :data:`WIDTH_LAWS` fitted to the cell means of ``values`` by ``(depth, width)`` (module
-    docstring); None without a residual degree of freedom or with a design that cannot separate its terms
-    (one width, for a law with a width term). Non-finite values are left out."""
+def fit_width_law(depths, widths, values, law: WidthLawForm | str, confidence: float) -> WidthLaw | None:
+    """The law of form ``law`` (a :class:`WidthLawForm` or its word) fitted to the cell means of ``values`` by
+    ``(depth, width)`` (module docstring); None without a residual degree of freedom or with a design that cannot
+    separate its terms (one width, for a law with a width term). Non-finite values are left out."""
+    law = WidthLawForm.parse(law, "law")
     depths, widths, values = (np.asarray(a, dtype=float) for a in (depths, widths, values))
     keep = np.isfinite(depths) & np.isfinite(widths) & np.isfinite(values) & (depths > 0) & (widths > 0)
     pairs, cell = np.unique(np.stack([depths[keep], widths[keep]], axis=1), axis=0, return_inverse=True)  # (k, 2)
@@ -131,7 +143,7 @@ def fit_width_law(depths, widths, values, law: str, confidence: float) -> WidthL
     coefficients, *_ = np.linalg.lstsq(design, cells.mean, rcond=None)  # (q,)
     fitted = design @ coefficients  # (k,)
     residual_var = float(np.sum((cells.mean - fitted) ** 2)) / (k - q)
-    if law == "no width term":
+    if law is WidthLawForm.NO_WIDTH_TERM:
         width_term = Interval(0.0, confidence=confidence)
     else:
         se = math.sqrt(residual_var * float(np.linalg.inv(design.T @ design)[2, 2]))

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simulate.claims.depth_laws import DepthLawForm
 from simulate.study.atlas import ATLAS_DIR
 from simulate.study.cli import main as study_main
 from simulate.study.judge.across_depth import PredictionError, prediction_table
@@ -150,7 +151,7 @@ def test_models_that_started_after_the_commit_are_judged_on_the_committed_file(p
     assert rows["refit_data"].all() and rows["refit"].notna().all(), rows[["refit", "refit_data"]]
     committed = pd.read_csv(StringIO(first_commit(path).text))
     np.testing.assert_allclose(rows["refit"], committed["estimate"], rtol=1e-9, atol=1e-12)
-    one = at_32[(at_32["statistic"] == "var_last") & (at_32["law"] == "power") & (at_32["models"] == 1)].iloc[0]
+    one = at_32[(at_32["statistic"] == "var_last") & (at_32["law"] == DepthLawForm.POWER) & (at_32["models"] == 1)].iloc[0]
     seed0 = next(p.key for p in study32.sweep.points if p.setting.depth == 32 and p.seed == 0)
     expected = math.log(last_step_layers(read_point(out, seed0)[1])["var"].iloc[-1])  # log var_L of seed 0
     assert one["n"] == 1 and one["measured"] == pytest.approx(expected, rel=1e-12), one
@@ -163,7 +164,7 @@ def test_the_readme_summary_counts_each_law_s_rows_and_says_when_nothing_was_jud
     no blind test (nothing could be judged) reads "Not judged"."""
     verdicts = [BlindTest.PASSES, BlindTest.FAILS, BlindTest.PENDING, BlindTest.FAILS]
     rows = pd.DataFrame({"depth": [64] * 4, "statistic": ["var_last"] * 4, "scheme": ["pre"] * 4,
-                         "law": ["power"] * 4, "line": [RateLine.FIXED] * 3 + [RateLine.TUNED], "confidence": [0.9] * 4,
+                         "law": [DepthLawForm.POWER] * 4, "line": [RateLine.FIXED] * 3 + [RateLine.TUNED], "confidence": [0.9] * 4,
                          "steps": [4000] * 4, "judged_on": ["seed 0", "seed 1", "seed 2", "seed 1"],
                          "blind_test": verdicts})
     rows.to_csv(tmp_path / "prediction-L64-judged.csv", index=False)  # read back as the README's export would not

@@ -20,13 +20,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from simulate.claims.width_laws import WidthLawForm
 from simulate.study.atlas import ATLAS_DIR
 from simulate.study.cli import main as study_main
 from simulate.study.judge import across_width
 from simulate.study.judge.across_depth import PredictionError
 from simulate.study.judge.across_width import width_prediction_table
 from simulate.study.judge.preregistration import (PROVENANCE_COLUMNS, judge_prediction, judged_summary,
-                                                  write_judgements, write_prediction)
+                                                  read_prediction, write_judgements, write_prediction)
 from simulate.study.plan.spec import load_study
 from simulate.study.read.point_table import last_step_layers
 from simulate.sweep.store import encode_point, read_point, write_point
@@ -106,11 +107,11 @@ def test_the_width_prediction_is_the_least_squares_law_with_its_null_beside_it(t
     printed = capsys.readouterr().out
     assert "prediction-d128.csv" in printed and "prediction-d128-fitted.csv" in printed, printed
     assert (out / "prediction-d128-fitted.csv").is_file()
-    table = pd.read_csv(out / "prediction-d128.csv")
+    table = read_prediction(out / "prediction-d128.csv")
     assert (out / "prediction-d128.md").is_file()
     assert table[list(PROVENANCE_COLUMNS)].notna().all().all() and table["code"].nunique() == 1
     assert set(table["width"]) == {128} and set(table["depth"]) == {8, 16, 32}
-    assert set(table["law"]) == {"additive", "interaction", "no width term"}
+    assert set(table["law"]) == set(WidthLawForm)
     assert {"var_last", "var_growth", "val_loss"} <= set(table["statistic"])
     assert set(table["fitted_widths"]) == {"16 32 64"} and set(table["fitted_depths"]) == {"8 16 32"}
     _, fitted = width_prediction_table(study, out, [128])
@@ -120,14 +121,14 @@ def test_the_width_prediction_is_the_least_squares_law_with_its_null_beside_it(t
         assert len(means) == 9, (statistic, scheme, len(means))
         design = np.stack([np.ones(9), np.log(means["depth"]), np.log(means["width"].astype(float))], axis=1)
         coefficients = np.linalg.lstsq(design, means["value"].to_numpy(float), rcond=None)[0]  # (3,)
-        for row in rows[rows["law"] == "additive"].itertuples():
+        for row in rows[rows["law"] == WidthLawForm.ADDITIVE].itertuples():
             expected = coefficients @ [1.0, math.log(row.depth), math.log(128.0)]
             assert row.estimate == pytest.approx(expected, rel=1e-9, abs=1e-12), (statistic, scheme, row.depth)
             assert row.width_term == pytest.approx(coefficients[2], rel=1e-9, abs=1e-12)
             at_64 = values.loc[(values["width"] == 64) & (values["depth"] == row.depth), "value"].mean()
             assert row.no_change == pytest.approx(at_64, rel=1e-12)
             assert row.no_change_inside == (row.low <= at_64 <= row.high)
-        null = rows[rows["law"] == "no width term"]
+        null = rows[rows["law"] == WidthLawForm.NO_WIDTH_TERM]
         assert null["width_term_low"].isna().all()
         # the null predicts the same value at every width: a line in log L through the nine cell means
         slope, intercept = np.polyfit(np.log(means["depth"].to_numpy(float)), means["value"].to_numpy(float), 1)
@@ -197,7 +198,7 @@ def test_a_width_prediction_is_judged_on_the_committed_file_at_its_width(predict
     # the committed -fitted.csv holds every value the laws were fitted on: the same models, read again
     assert rows["refit_data"].all() and rows["refit"].notna().all(), rows[["refit", "refit_data"]]
     np.testing.assert_allclose(rows["refit"], rows["estimate"], rtol=1e-9, atol=1e-12)
-    one = rows[(rows["statistic"] == "var_last") & (rows["scheme"] == "pre") & (rows["law"] == "additive")
+    one = rows[(rows["statistic"] == "var_last") & (rows["scheme"] == "pre") & (rows["law"] == WidthLawForm.ADDITIVE)
                & (rows["models"] == 1) & (rows["depth"] == 8)].iloc[0]
     seed0 = next(p.key for p in study3.sweep.points if p.setting.width == 16 and p.setting.depth == 8
                  and p.setting.scheme == "pre" and p.seed == 0)

@@ -43,7 +43,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, fit_depth_law
+from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, DepthLawForm, fit_depth_law
 from simulate.study.plan.tuning import fixed_rates
 from simulate.study.read.models import load_models
 from theory.verdicts import PointStatus, RateLine
@@ -52,8 +52,9 @@ __all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "JudgedOn", "PredictionE
            "line_rates", "line_models", "subject_samples", "check_targets", "law_data", "line_rate_pair",
            "prediction_table"]
 
-SUBJECTS = (("var_last", 1, ("power", "exponential in L")), ("var_growth", 1, ("power", "exponential in L")),
-            ("prune_log_ratio", 1, ("power",)), ("val_loss", 2, ("power",)))  # (statistic, schemes, laws)
+SUBJECTS = (("var_last", 1, tuple(DepthLawForm)), ("var_growth", 1, tuple(DepthLawForm)),
+            ("prune_log_ratio", 1, (DepthLawForm.POWER,)),
+            ("val_loss", 2, (DepthLawForm.POWER,)))  # (statistic, schemes, law forms)
 PREDICTION_COLUMNS = ("statistic", "scheme", "law", "form", "line", "lr", "lr_second", "steps", "depth", "models",
                       "judged_on", "estimate", "low", "high", "confidence", "fitted_depths", "fitted_models", "slope",
                       "slope_low", "slope_high", "lack_of_fit_p", "residual_sd", "within_sd")

@@ -53,7 +53,9 @@ import pandas as pd
 from scipy import stats
 
 from simulate.claims.along_axes import unresolved_drops
+from simulate.claims.depth_laws import DepthLawForm
 from simulate.claims.judgement import blind_test_verdict, level_label
+from simulate.claims.width_laws import WidthLawForm
 from simulate.runtime.versions import ROOT, closure_version
 from simulate.study.judge.across_depth import JudgedOn, Subject, prediction_table, subject_samples
 from simulate.study.judge.across_width import width_prediction_table
@@ -84,13 +86,31 @@ def prediction_axis(name: str) -> str:
 
 def read_prediction(source) -> pd.DataFrame:
     """A prediction file (or its judged copy) read back: a path or a text buffer, empty cells missing, each row's
-    ``line`` parsed into its :class:`~theory.verdicts.RateLine` (ValueError naming an unknown word).
+    ``line`` parsed into its :class:`~theory.verdicts.RateLine` and its ``law`` into its form (a depth prediction's
+    :class:`~simulate.claims.depth_laws.DepthLawForm`, a width prediction's
+    :class:`~simulate.claims.width_laws.WidthLawForm`; ValueError naming an unknown word).
 
-    >>> read_prediction(StringIO("statistic,line,lr\\nvar_last,fixed,0.003\\nvar_last,tuned,\\n"))["line"].tolist()
-    [<RateLine.FIXED: 'fixed'>, <RateLine.TUNED: 'tuned'>]
+    >>> rows = read_prediction(StringIO("law,line,lr\\npower,fixed,0.003\\nadditive,tuned,\\n"))
+    >>> [str(word) for word in rows["line"]], rows["law"].tolist()[1]
+    (['fixed', 'tuned'], <WidthLawForm.ADDITIVE: 'additive'>)
     """
     rows = pd.read_csv(source, keep_default_na=False, na_values=[""])
-    return rows.assign(line=pd.Series([RateLine.parse(word) for word in rows["line"]], index=rows.index, dtype=object))
+    return rows.assign(line=_words(rows["line"], RateLine.parse), law=_words(rows["law"], _law_form))
+
+
+def _law_form(word: str) -> DepthLawForm | WidthLawForm:
+    """The form a law's word names, across depth or across depth and width."""
+    for forms in (DepthLawForm, WidthLawForm):
+        try:
+            return forms(word)
+        except ValueError:
+            continue
+    allowed = ", ".join(form.value for forms in (DepthLawForm, WidthLawForm) for form in forms)
+    raise ValueError(f"law={word!r} is not allowed: one of {allowed}")
+
+
+def _words(column: pd.Series, parse) -> pd.Series:
+    return pd.Series([parse(word) for word in column], index=column.index, dtype=object)
 
 
 def prediction_name(targets, axis: str = "depth") -> str:

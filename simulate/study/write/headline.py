@@ -31,6 +31,7 @@ from simulate.claims.definitions import CLAIMS, QUESTIONS
 from collections import Counter
 
 from simulate.claims.judgement import Interval, level_label
+from simulate.claims.width_laws import WidthLawForm
 from simulate.study.judge.rows import interval_words, size_words, stability_words, value_text, verdict_interval
 from simulate.study.judge.tables import at_full_length
 from theory.cli import markdown_table
@@ -174,7 +175,7 @@ def _paper_size_question(table: pd.DataFrame) -> list[str]:
         return []
     rows = [{"line": r.line, "law": r.law, "size": f"{r.size} (L = {r.depth}, d = {r.width})",
              "LNS - Pre-LN": Interval(r.estimate, r.low, r.high, r.confidence).format(), "P1": f"{r.p1:.3g}",
-             "answer": str(r.answer), "log d term": f"{r.width_term:.3g}" if r.law != "no width term" else ""}
+             "answer": str(r.answer), "log d term": f"{r.width_term:.3g}" if r.law is not WidthLawForm.NO_WIDTH_TERM else ""}
             for r in table.itertuples()]
     counts = [f"{size}: " + ", ".join(f"{answer} {n}" for answer, n in Counter(map(str, part["answer"])).items())
               for size, part in table.groupby("size", sort=False)]
