@@ -274,7 +274,10 @@ def load_study(path: str | Path, default_name: str | None = None) -> Study:
     """Read and validate a study spec file (named by its ``name`` key, else ``default_name`` or the file's stem)."""
     path = Path(path)
     try:
-        data = read_spec(path)
+        data = read_spec(path)  # its errors name the file already
+    except SpecError as error:
+        raise StudyError(str(error)) from None
+    try:
         return parse_study(data, default_name=default_name or path.stem, text=path.read_text())
     except (SpecError, StudyError) as error:
         raise StudyError(f"{path}: {error}") from None
