@@ -110,6 +110,7 @@ def _law_form(word: str) -> DepthLawForm | WidthLawForm:
 
 
 def _words(column: pd.Series, parse) -> pd.Series:
+    """A column's cells each parsed by ``parse``, as objects."""
     return pd.Series([parse(word) for word in column], index=column.index, dtype=object)
 
 
@@ -612,8 +613,7 @@ def read_judgements(folder) -> list[Judged]:
     for path in [*sorted(Path(folder).glob(f"{PREFIX}*-judged.csv")),
                  *sorted(Path(folder).glob(f"{WIDTH_PREFIX}*-judged.csv"))]:
         rows = read_prediction(path)
-        tests = pd.Series([BlindTest.parse(v) if isinstance(v, str) else None for v in rows["blind_test"]],
-                          index=rows.index, dtype=object)
+        tests = _words(rows["blind_test"], lambda word: BlindTest.parse(word) if isinstance(word, str) else None)
         problem = "" if tests.notna().any() else f"see {path.stem}.md"
         judged.append(Judged(path.stem.removesuffix("-judged"), rows.assign(blind_test=tests), None, None, problem))
     return judged
