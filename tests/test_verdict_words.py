@@ -15,17 +15,19 @@ from pathlib import Path
 
 from simulate.claims.depth_laws import DepthLawForm
 from simulate.claims.width_laws import WidthLawForm
-from theory.verdicts import AccuracyClass, BlindTest, GrowthClass, PointStatus, RateLine, Stability, Verdict
+from theory.verdicts import (AccuracyClass, BlindTest, CellStatus, GrowthClass, PointStatus, RateLine, RateStatus,
+                             Stability, Verdict)
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("theory", "simulate", "paper_figs", "tools")
 ENUM_MODULE = ROOT / "theory" / "verdicts.py"
 WORDS = {member.value for kind in (Verdict, GrowthClass, BlindTest, Stability, AccuracyClass) for member in kind}
-# A point's status (ok, failed, pending), a rate line (fixed, trained, tuned) and a law's form (power, additive, ...)
-# are also other things' words (a tuning cell's state, a trend table's count column, BlindTest.PENDING, a column
-# "trained"): such a word is an offence where it is compared with what names its kind (an expression naming
-# ``status``, ``line``, ``law``), or is a word above.
-CONTEXT_WORDS = {"status": {member.value for member in PointStatus}, "line": {member.value for member in RateLine},
+# A point's or a tuning rate's status (ok, failed, diverged, pending), a tuning cell's (tuned, failed, pending), a
+# rate line (fixed, trained, tuned) and a law's form (power, additive, ...) are also other things' words (a trend
+# table's count column, BlindTest.PENDING, a column "trained"): such a word is an offence where it is compared with
+# what names its kind (an expression naming ``status``, ``cell_status``, ``line``, ``law``), or is a word above.
+CONTEXT_WORDS = {"status": {member.value for kind in (PointStatus, RateStatus) for member in kind},
+                 "cell_status": {member.value for member in CellStatus}, "line": {member.value for member in RateLine},
                  "law": {member.value for kind in (DepthLawForm, WidthLawForm) for member in kind}}
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from enum import Enum
 
 __all__ = ["Word", "Verdict", "Size", "GrowthClass", "BlindTest", "Stability", "AccuracyClass", "PointStatus",
-           "RateLine"]
+           "RateStatus", "CellStatus", "RateLine"]
 
 
 class Word(Enum):
@@ -126,6 +126,24 @@ class PointStatus(Word):
     OK = "ok"  # run (trained, scored) and recorded
     FAILED = "failed"  # recorded with its error (a blow-up, another code version), what was measured kept
     PENDING = "pending"  # planned, no record on disk yet
+
+
+class RateStatus(Word):
+    """Where one rate of a tuned study's tuning cell stands (``simulate.study.plan.tuning``): the ``status`` column of
+    its ``tuning.csv`` holds the word, the judgement's ``tuning`` table the member."""
+
+    OK = "ok"  # every tuning seed finished, and their held-out loss is finite and below the uniform guess
+    DIVERGED = "diverged"  # finished, but a model failed or learned nothing (loss not finite or above log 256)
+    PENDING = "pending"  # a tuning seed at this rate has not finished
+
+
+class CellStatus(Word):
+    """Where a tuned study's tuning cell stands (``simulate.study.plan.tuning``): the ``cell_status`` column of its
+    ``tuning.csv``."""
+
+    TUNED = "tuned"  # every rate it reached finished, and it chose one
+    FAILED = "failed"  # every rate it reached diverged: no models, its rates in the table
+    PENDING = "pending"  # a rate it reached is pending: no rate chosen yet
 
 
 class RateLine(Word):

@@ -15,6 +15,7 @@ interrupted training resumes from its last checkpoint).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -118,16 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     studies = resolve_studies(studies, out)  # a tuned study's models: those at its cells' chosen rates
     _write_reports(studies, out, command)
     if args.export is not None:
-        from simulate.study.judge.across_width import paper_size_table
         from simulate.study.train.export import export_study_points
         from simulate.study.write.provenance import write_results_readme
 
         count = export_study_points(studies, out, dest)
         print(f"{PROG}: {count} models copied without weights to {dest}", file=sys.stderr)
-        judgements, judged = _write_reports(studies, dest, command)
-        paper_sizes = {study.name: paper_size_table(study, dest) for study in studies}
-        readme = write_results_readme(studies, judgements, judged, paper_sizes, args.export, args.specs, args.out,
-                                      command)
+        readme = write_results_readme(studies, _write_reports(studies, dest, command), args.export, args.specs,
+                                      args.out, command)
         print(f"what the copy holds and how to go on -> {readme}")
         if args.compare is not None:
             from simulate.study.judge.changes import write_changes
@@ -186,9 +184,9 @@ def _predict(studies, args, argv) -> int:
     return 0
 
 
-def _write_reports(studies, out, command: str) -> tuple[dict, list]:
+def _write_reports(studies, out, command: str) -> dict:
     """Every study's reports in ``out``, then the variance laws when a study runs along depth, then the judged
-    pre-registrations; ``({name: the study's judgement}, [each pre-registration judged])``."""
+    pre-registrations; ``{name: the study's judgement}``, each with the pre-registrations judged against it."""
     from simulate.study.write.extrapolation_report import write_extrapolation
     from simulate.study.write.report import write_reports
 
@@ -207,4 +205,5 @@ def _write_reports(studies, out, command: str) -> tuple[dict, list]:
     for one in judged:
         print(f"pre-registered {one.name} judged -> {Path(out) / one.name}-judged.md"
               + (f" (not judged: {one.problem})" if one.problem else ""))
-    return judgements, judged
+    return {name: dataclasses.replace(judgement, blind_tests=tuple(one for one in judged if one.study == name))
+            for name, judgement in judgements.items()}

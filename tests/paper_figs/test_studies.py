@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from theory.verdicts import PointStatus
+from theory.verdicts import PointStatus, RateStatus
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,16 +85,17 @@ def test_phase_draws_every_depth_of_the_atlas_and_no_unplanned_cell_reads_pendin
     _, fig = built("study_phase")
     loss_panels = [ax for ax in fig.axes if not ax.images and ax.get_label() != "<colorbar>"]
     assert len(loss_panels) == 2, [ax.get_title() for ax in fig.axes]
-    tuning = pd.read_csv(ATLAS_DIR / "depth" / "tuning.csv")
+    judgement = atlas_results("depth")
+    tuning = judgement.tuning
     for ax in loss_panels:
         scheme = {"Pre-LN": "pre", "LNS": "lns"}[ax.get_title().split(":")[0]]
-        tuned = sorted(int(d) for d in tuning[(tuning.scheme == scheme) & (tuning.status == "ok")].depth.unique())
+        tuned = sorted(int(d) for d in tuning[(tuning.scheme == scheme) & (tuning.status == RateStatus.OK)].depth.unique())
         drawn = sorted(int(bars.get_label().removeprefix("L=")) for bars in ax.containers  # one errorbar per depth
                        if bars.get_label().startswith("L=") and len(bars.lines[0].get_xdata()))
         assert drawn == tuned and set(_shipped_depths()) <= set(drawn), (ax.get_title(), drawn, tuned)
-    points = atlas_results("depth").points
+    points = judgement.points
     texts = [t.get_text() for ax in fig.axes if ax.images for t in ax.texts]
-    if (points["status"] == PointStatus.OK).all() and (tuning["status"] == "ok").all():  # every planned model finished
+    if (points["status"] == PointStatus.OK).all() and (tuning["status"] == RateStatus.OK).all():  # every planned model finished
         assert "pending" not in texts, texts
     assert "results/atlas" in fig.get_suptitle() and str(ATLAS_DIR.name) in fig.get_suptitle(), fig.get_suptitle()
 

@@ -22,7 +22,6 @@ from scipy import stats
 from simulate.claims import CLAIMS, STATISTICS, model_statistics
 from simulate.study import read_study, write_reports
 from simulate.study.atlas import ATLAS_DIR, EARLY_ATLAS_DIR, atlas_studies
-from simulate.study.judge.preregistration import read_judgements
 from simulate.study.judge.tables import REPORT_FILES
 from simulate.study.plan.tuning import planned_points, resolve_tuning, unplanned_points
 from simulate.study.read.models import load_models
@@ -77,8 +76,7 @@ def test_every_study_is_shipped_with_what_it_rests_on(atlas):
     count = f"**{len(finished & planned)} of the {len(planned) + unknown} models**"
     assert count in readme, f"{folder}/README.md: the count is stale ({count})"
     judgements = {name: read_study(folder, name) for name in studies}
-    written = results_readme(list(studies.values()), judgements, read_judgements(folder), {}, str(folder), [],
-                             "atlas", "")
+    written = results_readme(list(studies.values()), judgements, str(folder), [], "atlas", "")
     cells = [line for line in written.splitlines() if line.startswith("- `")]
     assert len(cells) == len(studies) and all(line in readme for line in cells), "README: the cells are stale"
     if "depth" in studies and studies["depth"].sweep.points:  # a tuned study: once a cell has chosen its rate

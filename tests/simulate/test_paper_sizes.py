@@ -1,9 +1,12 @@
 """LNS minus Pre-LN at P1's sizes by the laws across depth and width (issue 50, headline question 4), on the shipped
 width study: every line, law and size answered; each row the law's own prediction there, read against P1's gain at
-that size, in the README's words."""
+that size, in the README's words; the study's judgement holds the table (``paper_sizes``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pandas as pd
 import pytest
 
 from simulate.claims.definitions import perplexity_gain
@@ -14,6 +17,7 @@ from simulate.study.judge.across_depth import law_data
 from simulate.study.judge.across_width import P1_SIZES, paper_size_table
 from simulate.study.judge.tables import read_study
 from simulate.study.plan.tuning import resolve_tuning
+from simulate.study.read.models import candidate_models
 from simulate.study.write.headline import headline_section
 
 
@@ -23,8 +27,19 @@ def width_study():
 
 
 @pytest.fixture(scope="module")
-def table(width_study):
-    return paper_size_table(width_study, ATLAS_DIR)
+def models(width_study):
+    return candidate_models(width_study, ATLAS_DIR)
+
+
+@pytest.fixture(scope="module")
+def table(width_study, models):
+    return paper_size_table(width_study, models)
+
+
+def test_the_shipped_judgement_holds_the_table(table):
+    """``paper_sizes.csv`` read back into the width study's judgement is the table fitted on its models now."""
+    shipped = read_study(ATLAS_DIR, "width").paper_sizes
+    pd.testing.assert_frame_equal(shipped, table, check_dtype=False, check_exact=False, rtol=1e-12)
 
 
 def test_every_line_law_and_size_is_answered_against_p1_s_gain_there(table):
@@ -38,10 +53,10 @@ def test_every_line_law_and_size_is_answered_against_p1_s_gain_there(table):
         assert (row.depth, row.width) == {name: (depth, width) for name, depth, width in P1_SIZES}[row.size]
 
 
-def test_each_row_is_its_law_fitted_on_the_full_length_of_its_line_for_one_model(width_study, table):
+def test_each_row_is_its_law_fitted_on_the_full_length_of_its_line_for_one_model(width_study, models, table):
     """Refitted here from the study's loss pairs at the longest training of the row's line: the same prediction
     for one new model (P1 reports one run per size); the shorter twins' length is not used."""
-    data, _, _ = law_data(width_study, ATLAS_DIR)
+    data, _, _ = law_data(width_study, models)
     losses = {(str(d.line), d.steps): d.samples for d in data
               if d.subject.statistic == "val_loss" and d.subject.schemes == ("lns", "pre")}
     full = max(steps for _, steps in losses)
@@ -57,10 +72,12 @@ def test_each_row_is_its_law_fitted_on_the_full_length_of_its_line_for_one_model
 
 def test_the_readme_asks_the_question_only_of_a_study_along_width_and_depth(width_study, table):
     depth_study = resolve_tuning(atlas_studies()["depth"], ATLAS_DIR)
-    assert paper_size_table(depth_study, ATLAS_DIR).empty  # one width: no law across width
-    text = "\n".join(headline_section(read_study(ATLAS_DIR, "width"), width_study, table))
+    assert paper_size_table(depth_study, candidate_models(depth_study, ATLAS_DIR)).empty  # one width: no width law
+    assert read_study(ATLAS_DIR, "depth").paper_sizes is None
+    judgement = dataclasses.replace(read_study(ATLAS_DIR, "width"), paper_sizes=table)
+    text = "\n".join(headline_section(judgement, width_study))
     assert "### 4. What would LNS minus Pre-LN be at P1's sizes, by the laws across depth and width?" in text, text
     assert text.count("| LLaMA-130M (L = 12, d = 768) |") == len(table) // 2, text
     assert "- LLaMA-1B: " in text and "not a measurement of a 130M model" in text, text
-    assert "P1's sizes" not in "\n".join(headline_section(read_study(ATLAS_DIR, "width"), width_study)), \
-        "without the table the question is not asked"
+    without = dataclasses.replace(judgement, paper_sizes=None)
+    assert "P1's sizes" not in "\n".join(headline_section(without, width_study)), "without the table it is not asked"

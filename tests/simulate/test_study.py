@@ -373,7 +373,7 @@ def test_a_results_readme_counts_what_is_pending(tiny_study, tmp_path):
     removed = study.sweep.points[0]
     (tmp_path / "points" / f"{removed.key}.parquet").unlink()
     judgements = {"tiny": read_study(out, "tiny")}
-    readme = results_readme([study], judgements, [], {}, str(tmp_path), ["tiny.toml"], "mine", "the export command")
+    readme = results_readme([study], judgements, str(tmp_path), ["tiny.toml"], "mine", "the export command")
     assert "**7 of the 8 models**" in readme and "the other 1 are pending" in readme
     cell = "/".join(str(removed.axes[a]) for a in study.axes)
     assert f"{cell} {removed.setting.scheme}: 1/2" in readme, readme

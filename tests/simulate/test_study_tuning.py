@@ -19,7 +19,7 @@ from simulate.study import load_study, read_study, run_studies, write_reports
 from simulate.study.cli import main as study_main
 from simulate.study.plan.spec import StudyError, parse_study
 from simulate.study.plan.tuning import DIVERGED_LOSS, choose_rate, resolve_tuning, tuning_points, unplanned_points
-from theory.verdicts import Stability
+from theory.verdicts import CellStatus, RateStatus, Stability
 
 SPEC = """
 name = "tuned"
@@ -68,9 +68,12 @@ def test_the_grid_tunes_on_its_seed_at_the_full_length_then_every_seed_trains_at
     assert len(tuning) == 2 * 2 * 2 and {p.seed for p in tuning} == {1}, "2 schemes x 2 depths x 2 rates, seed 1"
     assert {p.options["steps"] for p in tuning} == {12}
     resolved = resolve_tuning(study, out)
-    table = pd.read_csv(out / "tuned" / "tuning.csv")
+    table = pd.read_csv(out / "tuned" / "tuning.csv")  # the file holds the words, the judgement read back the members
     chosen = table[table["chosen"]]
     assert len(chosen) == 4 and set(table["cell_status"]) == {"tuned"}, table
+    read_back = read_study(out, "tuned").tuning
+    assert set(read_back["cell_status"]) == {CellStatus.TUNED} and set(read_back["status"]) == {RateStatus.OK}, read_back
+    pd.testing.assert_frame_equal(read_back, write_reports(study, out).judgement.tuning, check_dtype=False)
     for row in chosen.itertuples():  # the chosen rate has the lowest mean held-out loss of its cell
         cell = table[(table["scheme"] == row.scheme) & (table["depth"] == row.depth)]
         assert row.val_loss == cell["val_loss"].min() and row.edge, row  # a grid of two: every choice is an edge

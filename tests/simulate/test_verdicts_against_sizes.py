@@ -21,7 +21,7 @@ from simulate.claims.definitions import CLAIMS, MARGINS
 from simulate.claims.judgement import Inference, Interval, size_verdict
 from simulate.claims.trends import direction_verdict, fit_trend
 from simulate.study.atlas import ATLAS_DIR, EARLY_ATLAS_DIR, atlas_studies
-from simulate.study.judge.preregistration import chance_failures, read_judgements
+from simulate.study.judge.preregistration import chance_failures
 from simulate.study.judge.rows import change_interval, verdict_interval
 from simulate.study.judge.tables import read_study
 from theory.verdicts import BlindTest, RateLine, Size, Stability, Verdict
@@ -156,7 +156,10 @@ def test_a_trend_across_a_change_of_rate_is_fitted_within_runs_of_one_rate():
 
 # -- the pre-registration record -----------------------------------------------------------------------------------
 def test_every_shipped_pass_that_could_not_have_failed_is_marked_uninformative():
-    (rows,) = [j.rows for j in read_judgements(ATLAS_DIR) if j.name == "prediction-L64"]
+    blind_tests = {study: read_study(ATLAS_DIR, study).blind_tests for study in ("depth", "width")}
+    assert [j.name for j in blind_tests["depth"]] == ["prediction-L64"], blind_tests  # each file with its study
+    assert [j.name for j in blind_tests["width"]] == ["prediction-d128"], blind_tests
+    (rows,) = [j.rows for j in blind_tests["depth"]]
     passed = rows[rows["blind_test"].isin([BlindTest.PASSES, BlindTest.PASSES_UNINFORMATIVE])]
     assert len(passed) > 0
     for _, row in passed.iterrows():

@@ -27,7 +27,8 @@ from simulate.study.judge import across_width
 from simulate.study.judge.across_depth import PredictionError
 from simulate.study.judge.across_width import width_prediction_table
 from simulate.study.judge.preregistration import (PROVENANCE_COLUMNS, judge_prediction, judged_summary,
-                                                  read_prediction, write_judgements, write_prediction)
+                                                  read_judgements, read_prediction, write_judgements,
+                                                  write_prediction)
 from simulate.study.plan.spec import load_study
 from simulate.study.read.point_table import last_step_layers
 from simulate.sweep.store import encode_point, read_point, write_point
@@ -181,6 +182,9 @@ def test_a_width_prediction_is_judged_on_the_committed_file_at_its_width(predict
     (judged,) = write_judgements([study3], out)  # the width study judges prediction-d*, the depth study none here
     assert not judged.problem, judged.problem
     assert (out / "prediction-d16-judged.md").is_file() and judged.name == path.stem
+    (read,) = read_judgements(out)  # the judged file names its study; its words read back as the same members
+    assert (read.name, read.study) == (judged.name, judged.study) == (path.stem, "width"), read
+    assert read.rows["blind_test"].tolist() == judged.rows["blind_test"].tolist()
     rows = judged.rows
     assert set(rows["width"]) == {16} and set(rows["depth"]) == {8, 16, 32}
     judged_rows = rows[rows["blind_test"] != BlindTest.PENDING]

@@ -36,7 +36,6 @@ line); ``python -m simulate study ... --predict DEPTH ...`` writes it
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import NamedTuple
 
@@ -45,7 +44,7 @@ import pandas as pd
 
 from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS, DepthLawForm, fit_depth_law
 from simulate.study.plan.tuning import fixed_rates
-from simulate.study.read.models import load_models
+from simulate.study.read.models import candidate_models
 from theory.verdicts import PointStatus, RateLine
 
 __all__ = ["SUBJECTS", "PREDICTION_COLUMNS", "Subject", "JudgedOn", "PredictionError", "LawData", "subjects",
@@ -179,13 +178,13 @@ class LawData(NamedTuple):
         return self.samples.assign(statistic=self.subject.statistic, scheme=self.subject.scheme, line=self.line)
 
 
-def law_data(study, out) -> tuple[list[LawData], tuple[int, int], int]:
-    """``(data, counts, judged_seed)`` of a resolved study (:func:`simulate.study.plan.tuning.resolve_tuning`): the
-    finished models' values per line, subject and length; the numbers of new models each prediction is for (one,
-    the study's seeds); the seed a one-model prediction is judged on (the tuning seed's: it trains every rate)."""
+def law_data(study, every) -> tuple[list[LawData], tuple[int, int], int]:
+    """``(data, counts, judged_seed)`` of a resolved study (:func:`simulate.study.plan.tuning.resolve_tuning`) and
+    ``every`` model of it (:func:`simulate.study.read.models.candidate_models`): the finished models' values per line,
+    subject and length; the numbers of new models each prediction is for (one, the study's seeds); the seed a
+    one-model prediction is judged on (the tuning seed's: it trains every rate)."""
     seeds = sorted({p.seed for p in study.sweep.points})
     judged_seed = study.tune_seeds[0] if study.tuned else seeds[0]
-    every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
     chosen = {p.key for p in study.sweep.points}
     data = []
     for line, rates in line_rates(study, [m for m in every if m.point.key in chosen]).items():
@@ -206,7 +205,7 @@ def prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFrame]:
     if "depth" not in study.axes:
         raise PredictionError(f"--predict needs a study along depth: {study.name!r} runs along "
                               f"{', '.join(study.axes)}")
-    data, counts, judged_seed = law_data(study, out)
+    data, counts, judged_seed = law_data(study, candidate_models(study, out))
     check_targets(targets, {depth for d in data for depth in d.samples["depth"]}, "depth", MIN_LAW_DEPTHS)
     rows = [row for d in data for law in d.subject.laws
             for row in _law_rows(d, law, targets, study.inference.confidence, counts, judged_seed)]

@@ -33,6 +33,7 @@ from simulate.claims.judgement import size_verdict
 from simulate.claims.width_laws import WIDTH_LAWS, fit_width_law
 from simulate.study.judge.across_depth import (JudgedOn, LawData, PredictionError, check_targets, law_data,
                                                line_rate_pair)
+from simulate.study.read.models import candidate_models
 
 __all__ = ["WIDTH_PREDICTION_COLUMNS", "MIN_LAW_WIDTHS", "P1_SIZES", "PAPER_SIZE_COLUMNS", "width_prediction_table",
            "paper_size_table"]
@@ -58,7 +59,7 @@ def width_prediction_table(study, out, targets) -> tuple[pd.DataFrame, pd.DataFr
     if not {"width", "depth"} <= set(study.axes):
         raise PredictionError(f"--predict width=... needs a study along width and depth: {study.name!r} runs along "
                               f"{', '.join(study.axes)}")
-    data, counts, judged_seed = law_data(study, out)
+    data, counts, judged_seed = law_data(study, candidate_models(study, out))
     check_targets(targets, {width for d in data for width in d.samples["width"]}, "width", MIN_LAW_WIDTHS)
     rows = [row for d in data for law in WIDTH_LAWS
             for row in _law_rows(d, law, targets, study.inference.confidence, counts, judged_seed)]
@@ -96,16 +97,16 @@ def _law_rows(data: LawData, law, targets, confidence, counts, judged_seed) -> l
     return rows
 
 
-def paper_size_table(study, out) -> pd.DataFrame:
+def paper_size_table(study, every) -> pd.DataFrame:
     """LNS minus Pre-LN held-out loss at P1's sizes (:data:`P1_SIZES`) by each law of a resolved study along width
-    and depth, per line, at its longest training (module docstring): one row per line, law and size
+    and depth, fitted on ``every`` model of it (:func:`~simulate.study.read.models.candidate_models`), per line, at its longest training (module docstring): one row per line, law and size
     (:data:`PAPER_SIZE_COLUMNS`; ``p1`` P1's gain at that size, ``answer`` the size verdict); empty for a study
     without both axes or without both schemes, and without a law where fewer than :data:`MIN_LAW_WIDTHS` widths are
     trained."""
     claim = CLAIMS["p1-lns-loss"]
     if not {"width", "depth"} <= set(study.axes) or not set(claim.schemes) <= set(study.schemes()):
         return pd.DataFrame(columns=list(PAPER_SIZE_COLUMNS))
-    data, _, _ = law_data(study, out)
+    data, _, _ = law_data(study, every)
     losses = [d for d in data if d.subject.statistic == claim.statistic and d.subject.schemes == claim.schemes]
     full = max((d.steps for d in losses), default=None)
     p1 = {"LLaMA-130M": claim.reference.level, "LLaMA-1B": claim.reference.level + claim.reference.change}

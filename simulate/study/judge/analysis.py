@@ -30,6 +30,7 @@ import pandas as pd
 from simulate.claims import STATISTICS
 from simulate.claims.along_axes import judge_levels, judge_trends
 from simulate.claims.calibration import calibrate
+from simulate.study.judge.across_width import paper_size_table
 from simulate.study.judge.tables import StudyJudgement, level_frame, trend_frame
 from simulate.study.read.models import VERSION_COLUMNS, Model
 from theory.verdicts import RateLine
@@ -95,9 +96,14 @@ def calibration_table(study, judgements, studies: int = 1000) -> pd.DataFrame:
     return calibrate(family, study.inference, studies=studies)
 
 
-def judge_study(study, models: list[Model], tuning: pd.DataFrame | None = None) -> StudyJudgement:
+def judge_study(study, models: list[Model], tuning: pd.DataFrame | None = None,
+                candidates: list[Model] | None = None) -> StudyJudgement:
     """The judgement of ``study`` on ``models`` (those at its cells' chosen rates for a tuned study), with its
-    ``tuning`` table (:func:`simulate.study.plan.tuning.tuning_table`; None for an untuned study)."""
+    ``tuning`` table (:func:`simulate.study.plan.tuning.tuning_table`; None for an untuned study) and, along width and
+    depth, its laws at P1's sizes fitted on ``candidates`` (every model at every rate a cell tried,
+    :func:`simulate.study.read.models.candidate_models`; default ``models``). Its blind tests are judged apart
+    (:func:`simulate.study.judge.preregistration.write_judgements`: they read the pre-registered files' commits)."""
     trends, judgements = trends_table(study, models)
+    sizes = paper_size_table(study, models if candidates is None else candidates)
     return StudyJudgement(study.name, points_table(study, models), levels_table(study, models), trends,
-                          calibration_table(study, judgements), tuning)
+                          calibration_table(study, judgements), tuning, sizes if len(sizes) else None)

@@ -59,7 +59,7 @@ from simulate.claims.width_laws import WidthLawForm
 from simulate.runtime.versions import ROOT, closure_version
 from simulate.study.judge.across_depth import JudgedOn, Subject, prediction_table, subject_samples
 from simulate.study.judge.across_width import width_prediction_table
-from simulate.study.read.models import load_models
+from simulate.study.read.models import candidate_models
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
 from theory.verdicts import BlindTest, PointStatus, RateLine
@@ -306,12 +306,13 @@ def model_start(record: dict) -> datetime:
 
 @dataclass(frozen=True)
 class Judged:
-    """A pre-registered file judged: its rows with ``measured``, ``n`` and ``blind_test`` (a
-    :class:`~theory.verdicts.BlindTest`, None where nothing was judged); the commit it was read from (None: not
-    committed, or read back from the judged file); the first start of a model at a predicted depth; and what stops a
-    judgement ('' where it was judged)."""
+    """A pre-registered file judged: the study it was judged against; its rows with ``measured``, ``n`` and
+    ``blind_test`` (a :class:`~theory.verdicts.BlindTest`, None where nothing was judged); the commit it was read from
+    (None: not committed, or read back from the judged file); the first start of a model at a predicted depth; and
+    what stops a judgement ('' where it was judged)."""
 
     name: str
+    study: str
     rows: pd.DataFrame
     commit: Commit | None
     first_start: datetime | None
@@ -404,7 +405,7 @@ def judge_prediction(path, study, out) -> Judged:
     axis = prediction_axis(path.name)
     commit = first_commit(path)
     written = read_prediction(StringIO(commit.text) if commit is not None else path)
-    every = load_models(dataclasses.replace(study, sweep=study.candidates or study.sweep), out)
+    every = candidate_models(study, out)
     predicted = set(written[axis])
     starts = [model_start(m.record) for m in every
               if m.status is not PointStatus.PENDING and m.value(axis) in predicted]
@@ -416,7 +417,8 @@ def judge_prediction(path, study, out) -> Judged:
         problem = (f"a model at a predicted {axis} started at {first.isoformat()}, before the file's first commit "
                    f"{commit.sha[:12]} at {commit.time.isoformat()}: it is no pre-registration")
     if problem:
-        return Judged(path.stem, written.assign(measured=math.nan, n=0, blind_test=None), commit, first, problem)
+        return Judged(path.stem, study.name, written.assign(measured=math.nan, n=0, blind_test=None), commit, first,
+                      problem)
     chosen = {p.key for p in study.sweep.points}
     values = first_commit(path.with_name(f"{path.stem}{FITTED_SUFFIX}.csv"))
     committed_values = None if values is None else pd.read_csv(StringIO(values.text))
@@ -429,10 +431,10 @@ def judge_prediction(path, study, out) -> Judged:
                 for row, (value, n), useful in zip(written.itertuples(), measured, informative)]
     notes = [unresolved_drops(Subject(row.statistic, tuple(row.scheme.split("-")), ()),
                               _judged_models(row, every, chosen)) for row in written.itertuples()]
-    return Judged(path.stem, written.assign(measured=[v for v, _ in measured], n=[n for _, n in measured],
-                                            nearest_fitted=[a for a, _ in alternatives],
-                                            rival=[b for _, b in alternatives], informative=informative,
-                                            blind_test=verdicts, note=notes), commit, first, "")
+    return Judged(path.stem, study.name, written.assign(
+        measured=[v for v, _ in measured], n=[n for _, n in measured], nearest_fitted=[a for a, _ in alternatives],
+        rival=[b for _, b in alternatives], informative=informative, blind_test=verdicts, note=notes), commit, first,
+        "")
 
 
 def _never_trained(row, study) -> bool:
@@ -556,7 +558,8 @@ def write_judgements(studies, out) -> list[Judged]:
             if path.stem.endswith(("-judged", FITTED_SUFFIX)) or study is None:
                 continue
             result = judge_prediction(path, study, out)
-            atomic_write(out / f"{path.stem}-judged.csv", lambda tmp, rows=result.rows: rows.to_csv(tmp, index=False))
+            rows = result.rows.assign(study=result.study)  # the file names the study it was judged against
+            atomic_write(out / f"{path.stem}-judged.csv", lambda tmp, rows=rows: rows.to_csv(tmp, index=False))
             write_text_atomic(out / f"{path.stem}-judged.md", judged_markdown(result))
             judged.append(result)
     return judged
@@ -615,7 +618,9 @@ def read_judgements(folder) -> list[Judged]:
         rows = read_prediction(path)
         tests = _words(rows["blind_test"], lambda word: BlindTest.parse(word) if isinstance(word, str) else None)
         problem = "" if tests.notna().any() else f"see {path.stem}.md"
-        judged.append(Judged(path.stem.removesuffix("-judged"), rows.assign(blind_test=tests), None, None, problem))
+        study = str(rows.pop("study").iloc[0]) if "study" in rows and len(rows) else ""  # '': a file without it
+        judged.append(Judged(path.stem.removesuffix("-judged"), study, rows.assign(blind_test=tests), None, None,
+                             problem))
     return judged
 
 

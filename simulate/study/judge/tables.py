@@ -1,5 +1,5 @@
 """A study's judgement, in memory and on disk: :class:`StudyJudgement`, and the only writer and reader of its files
-``points.parquet``, ``levels.csv``, ``trends.csv``, ``calibration.csv`` and ``tuning.csv``.
+``points.parquet``, ``levels.csv``, ``trends.csv``, ``calibration.csv``, ``tuning.csv`` and ``paper_sizes.csv``.
 
 :func:`simulate.study.judge.analysis.judge_study` makes a :class:`StudyJudgement` from a study's models,
 :func:`write_tables` writes it, :func:`read_study` reads it back equal (the round trip:
@@ -40,7 +40,8 @@ from simulate.claims.along_axes import describe_needs, describe_trend_shape
 from simulate.claims.trends import describe_crossing
 from simulate.study.judge.rows import interval_words, size_words, status_tally
 from theory.files import atomic_write
-from theory.verdicts import GrowthClass, PointStatus, RateLine, Size, Stability, Verdict
+from simulate.claims.width_laws import WidthLawForm
+from theory.verdicts import CellStatus, GrowthClass, PointStatus, RateLine, RateStatus, Size, Stability, Verdict
 
 __all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TEXT_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyJudgement",
            "level_frame", "trend_frame", "write_tables", "read_study", "read_verdicts", "at_full_length"]
@@ -61,16 +62,30 @@ TEXT_COLUMNS = ("claim", "source", "statistic", "scheme", "method", "detail", "a
                 "shape", "crossing", "needs")  # '' where empty, in memory and read back
 _WORDS = {"verdict": Verdict, "size": Size, "growth_class": GrowthClass, "stability": Stability, "status": PointStatus,
           "line": RateLine}
+_FILE_WORDS = {"tuning.csv": {"status": RateStatus, "cell_status": CellStatus},  # a rate's and a cell's state
+               "paper_sizes.csv": {"line": RateLine, "law": WidthLawForm, "answer": Size}}  # "size": a model's name
+
+
+def _words_of(file: str) -> dict:
+    """The word columns of one of the judgement's files and their enums."""
+    return _FILE_WORDS.get(file, _WORDS)
 
 
 @dataclass(frozen=True)
 class StudyJudgement:
     """What a study's judge says: one row per model (``points``), per claim and cell (``levels``), per claim, axis,
-    group and line (``trends``), the verdict rules simulated on the study's design (``calibration``) and a tuned
-    study's rates (``tuning``; None for an untuned one). Word columns hold the enums of :mod:`theory.verdicts`,
-    text columns '' where empty (:data:`TEXT_COLUMNS`); columns: docs/formats.md#simulate-study.
+    group and line (``trends``), the verdict rules simulated on the study's design (``calibration``), a tuned
+    study's rates (``tuning``; None for an untuned one), a study along width and depth's laws asked at P1's sizes
+    (``paper_sizes``, :func:`simulate.study.judge.across_width.paper_size_table`; None for another study) and the
+    pre-registered predictions judged against its models (``blind_tests``,
+    :class:`simulate.study.judge.preregistration.Judged`; each file's commit and first start are not in the files, so
+    they read back as None). Word columns hold the enums of :mod:`theory.verdicts` (and the law forms of
+    :mod:`simulate.claims.width_laws`), text columns '' where empty (:data:`TEXT_COLUMNS`); columns:
+    docs/formats.md#simulate-study.
 
-    Made by :func:`simulate.study.judge.analysis.judge_study` or read back by :func:`read_study`: the two are equal.
+    Made by :func:`simulate.study.judge.analysis.judge_study` (its blind tests by
+    :func:`simulate.study.judge.preregistration.write_judgements`) or read back by :func:`read_study`: the two are
+    equal.
     """
 
     name: str
@@ -79,11 +94,16 @@ class StudyJudgement:
     trends: pd.DataFrame
     calibration: pd.DataFrame
     tuning: pd.DataFrame | None = None
+    paper_sizes: pd.DataFrame | None = None
+    blind_tests: tuple = ()  # of Judged
 
     def frames(self) -> dict[str, pd.DataFrame]:
-        """``{file name: table}`` of every table the judgement writes (``tuning.csv`` only for a tuned study)."""
+        """``{file name: table}`` of every table the judgement writes in its folder (``tuning.csv`` only for a tuned
+        study, ``paper_sizes.csv`` only for one along width and depth; the blind tests are written beside the
+        pre-registered files they judge)."""
         tables = dict(zip(("points.parquet", *TABLE_FILES), (self.points, self.levels, self.trends, self.calibration)))
-        return tables | ({"tuning.csv": self.tuning} if self.tuning is not None else {})
+        optional = {"tuning.csv": self.tuning, "paper_sizes.csv": self.paper_sizes}
+        return tables | {name: frame for name, frame in optional.items() if frame is not None}
 
     def summary(self, axis: str | None = None) -> str:
         """A few lines to read first: the models by status, then each trend at the full length (along ``axis``
@@ -145,20 +165,20 @@ def trend_frame(judgements, fields) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*TREND_COLUMNS[:5], *fields, *TREND_COLUMNS[5:]])
 
 
-def _words_out(frame: pd.DataFrame) -> pd.DataFrame:
-    """The word columns as their words ('' for none), for the files."""
+def _words_out(frame: pd.DataFrame, file: str) -> pd.DataFrame:
+    """The word columns of ``file`` as their words ('' for none), for the file."""
     out = frame.copy()
-    for column in _WORDS:
+    for column in _words_of(file):
         if column in out:
             out[column] = [str(v) if v is not None and v == v else "" for v in out[column]]
     return out
 
 
 def _parse_words(frame: pd.DataFrame, name: str) -> pd.DataFrame:
-    """The word columns parsed into their enums (None for an empty cell); ValueError naming the file, the
-    column and the word for a word the enum does not know."""
+    """The word columns of file ``name`` parsed into their enums (None for an empty cell); ValueError naming the
+    file, the column and the word for a word the enum does not know."""
     out = frame.copy()
-    for column, kind in _WORDS.items():
+    for column, kind in _words_of(name).items():
         if column not in out:
             continue
         try:
@@ -173,9 +193,11 @@ def write_tables(folder: Path, judgement: StudyJudgement) -> None:
     """Every table of ``judgement`` into ``folder`` (:meth:`StudyJudgement.frames`), each written whole."""
     for name, frame in judgement.frames().items():
         if name.endswith(".parquet"):
-            atomic_write(Path(folder) / name, lambda temp, frame=frame: _words_out(frame).to_parquet(temp, index=False))
+            atomic_write(Path(folder) / name,
+                         lambda temp, frame=frame, name=name: _words_out(frame, name).to_parquet(temp, index=False))
         else:
-            atomic_write(Path(folder) / name, lambda temp, frame=frame: _words_out(frame).to_csv(temp, index=False))
+            atomic_write(Path(folder) / name,
+                         lambda temp, frame=frame, name=name: _words_out(frame, name).to_csv(temp, index=False))
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -193,9 +215,13 @@ def read_study(out, name: str) -> StudyJudgement:
         if not (folder / file).is_file():
             raise FileNotFoundError(f"{folder / file}: no such study report (run python -m simulate study)")
     tables = [_read_table(folder / file) for file in TABLE_FILES]
-    tuning = pd.read_csv(folder / "tuning.csv") if (folder / "tuning.csv").is_file() else None
+    tuning, paper_sizes = (_parse_words(pd.read_csv(folder / file), file) if (folder / file).is_file() else None
+                           for file in ("tuning.csv", "paper_sizes.csv"))
     points = _parse_words(pd.read_parquet(folder / "points.parquet"), "points.parquet")
-    return StudyJudgement(name, points, *tables, tuning)
+    from simulate.study.judge.preregistration import read_judgements  # (it judges: a later module of this stage)
+
+    blind_tests = tuple(judged for judged in read_judgements(out) if judged.study == name)
+    return StudyJudgement(name, points, *tables, tuning, paper_sizes, blind_tests)
 
 
 def read_verdicts(out, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:

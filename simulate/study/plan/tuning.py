@@ -17,9 +17,9 @@ are not trained there). A rate chosen at an edge of what its cell tried is flagg
 rate may lie beyond it.
 
 Columns of ``tuning.csv`` (:func:`tuning_table`): ``scheme``, the cell's fields, ``lr``,
-``n`` (tuning seeds finished), ``val_loss`` (their mean), ``status`` (ok, pending, diverged),
-``chosen`` (the cell's rate), ``edge`` (chosen at an end of the grid), ``cell_status``
-(tuned, pending, failed).
+``n`` (tuning seeds finished), ``val_loss`` (their mean), ``status`` (:class:`~theory.verdicts.RateStatus`: ok,
+diverged, pending), ``chosen`` (the cell's rate), ``edge`` (chosen at an end of the grid), ``cell_status``
+(:class:`~theory.verdicts.CellStatus`: tuned, failed, pending). The table holds the members, the file the words.
 
 >>> import math
 >>> choose_rate({1e-3: [2.1, 2.0], 3e-3: [1.9, 1.95], 1e-2: [math.nan, 2.0]})
@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from simulate.sweep.store import finished_records, record_status
-from theory.verdicts import PointStatus
+from theory.verdicts import CellStatus, PointStatus, RateStatus
 
 __all__ = ["DIVERGED_LOSS", "tuning_cell", "tuning_points", "choose_rate", "reached_rates", "tuning_table",
            "resolve_tuning", "planned_points", "unplanned_points", "fixed_rates", "resolve_studies"]
@@ -137,17 +137,18 @@ def tuning_table(study, out) -> pd.DataFrame:
             diverged = values is not None and not _learned(values)
             rows.append({"scheme": cell[0], **dict(zip(_cell_fields(study), cell[1:])), "lr": rate,
                          "n": len(values or []), "val_loss": float(np.mean(finite)) if finite else math.nan,
-                         "status": "pending" if values is None else ("diverged" if diverged else "ok"),
+                         "status": RateStatus.PENDING if values is None else (
+                             RateStatus.DIVERGED if diverged else RateStatus.OK),
                          "chosen": rate == chosen, "edge": bool(edge and rate == chosen), "cell_status": status})
     return pd.DataFrame(rows)
 
 
-def _choice(rates: dict[float, list | None]) -> tuple[float | None, bool, str]:
+def _choice(rates: dict[float, list | None]) -> tuple[float | None, bool, CellStatus]:
     """``(rate, at_edge, cell status)`` of one cell: pending while a tuning model is, failed when all diverged."""
     if any(values is None for values in rates.values()):
-        return None, False, "pending"
+        return None, False, CellStatus.PENDING
     chosen, edge = choose_rate(rates)
-    return chosen, edge, "failed" if chosen is None else "tuned"
+    return chosen, edge, CellStatus.FAILED if chosen is None else CellStatus.TUNED
 
 
 def resolve_tuning(study, out):
@@ -192,8 +193,8 @@ def unplanned_points(study, out) -> tuple[list, list]:
                                         if chosen[tuning_cell(study, p)][0] == p.setting.lr}
     finished = finished_records(out, [p.key for p in candidates.points if p.key not in known])
     rest = [p for p in candidates.points if p.key in finished]
-    waiting = [p for p in rest if chosen[tuning_cell(study, p)][2] == "pending"]
-    return [p for p in rest if chosen[tuning_cell(study, p)][2] != "pending"], waiting
+    waiting = [p for p in rest if chosen[tuning_cell(study, p)][2] is CellStatus.PENDING]
+    return [p for p in rest if chosen[tuning_cell(study, p)][2] is not CellStatus.PENDING], waiting
 
 
 def fixed_rates(study, models) -> dict[str, float]:

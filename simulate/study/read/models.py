@@ -17,7 +17,7 @@ from simulate.study.read.point_table import point_evidence
 from simulate.sweep.store import finished_records, read_point, record_status
 from theory.verdicts import PointStatus
 
-__all__ = ["VERSION_COLUMNS", "Model", "load_models", "distinct_models"]
+__all__ = ["VERSION_COLUMNS", "Model", "load_models", "candidate_models", "distinct_models"]
 
 # What a model rests on: column of points.parquet -> key of its record's headline (simulate.study.train.point)
 VERSION_COLUMNS = {"code": "code", "corpus": "data", "python": "python", "torch": "torch"}
@@ -88,6 +88,12 @@ def load_models(study, out, statistics: bool = True) -> list[Model]:
     growth fits at every logged step): figures that draw the tables need only those.
     """
     return _load(study.sweep.points, out, statistics)
+
+
+def candidate_models(study, out, statistics: bool = True) -> list[Model]:
+    """Every model of a resolved study (:func:`simulate.study.plan.tuning.resolve_tuning`) at every rate its cells
+    tried (a tuned study's grid, the tuning models among them), or, untuned, its models (:func:`load_models`)."""
+    return _load((study.candidates or study.sweep).points, out, statistics)
 
 
 def distinct_models(studies, out, statistics: bool = False) -> dict[str, Model]:

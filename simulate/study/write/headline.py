@@ -169,7 +169,7 @@ def _growth_question(question, trends, held) -> list[str]:
     return [markdown_table(pd.DataFrame(rows))] if rows else []
 
 
-def _paper_size_question(table: pd.DataFrame) -> list[str]:
+def _paper_size_question(table: pd.DataFrame | None) -> list[str]:
     """The laws' answers at P1's sizes (module docstring): a sentence, the table, and the answers counted per size."""
     if table is None or table.empty:
         return []
@@ -189,11 +189,10 @@ def _paper_size_question(table: pd.DataFrame) -> list[str]:
             markdown_table(pd.DataFrame(rows)), "", *[f"- {line}." for line in counts], ""]
 
 
-def headline_section(judgement, study, paper_sizes: pd.DataFrame | None = None) -> list[str]:
+def headline_section(judgement, study) -> list[str]:
     """Markdown lines answering :data:`~simulate.claims.definitions.QUESTIONS` from ``study``'s ``judgement``
-    (:class:`~simulate.study.judge.tables.StudyJudgement`), and for a study along width and depth the laws'
-    ``paper_sizes`` (:func:`~simulate.study.judge.across_width.paper_size_table`); empty for a study that does not
-    run along depth."""
+    (:class:`~simulate.study.judge.tables.StudyJudgement`), and for a study along width and depth its laws at P1's
+    sizes (its ``paper_sizes``); empty for a study that does not run along depth."""
     if "depth" not in study.axes:
         return []
     levels, trends = at_full_length(judgement.levels), at_full_length(judgement.trends)
@@ -205,7 +204,7 @@ def headline_section(judgement, study, paper_sizes: pd.DataFrame | None = None) 
                  else _level_question(question, levels, trends, rates, held))
         if lines:
             body += [f"### {number}. {question.title}", "", *lines, ""]
-    sizes = _paper_size_question(paper_sizes)
+    sizes = _paper_size_question(judgement.paper_sizes)
     if sizes:
         body += [f"### {len(QUESTIONS) + 1}. What would LNS minus Pre-LN be at P1's sizes, by the laws across depth "
                  "and width?", "", *sizes]

@@ -56,13 +56,11 @@ def _study_cells(study, models, unknown: int) -> dict[tuple, tuple[int, int]]:
     return cells
 
 
-def results_readme(studies, judgements: dict, judged: list, paper_sizes: dict, folder: str, specs: list[str],
-                   out: str, command: str) -> str:
+def results_readme(studies, judgements: dict, folder: str, specs: list[str], out: str, command: str) -> str:
     """The README of the results folder ``folder`` holding ``studies`` (module docstring), with the headline answers
-    of each study's judgement in ``judgements`` (``{name: StudyJudgement}``, those just written into ``folder``) and
-    each judged pre-registration of ``judged`` (:class:`~simulate.study.judge.preregistration.Judged`); a study
-    along width and depth also with its laws' answers at P1's sizes (``paper_sizes``: ``{name: table}``,
-    :func:`~simulate.study.judge.across_width.paper_size_table`).
+    of each study's judgement in ``judgements`` (``{name: StudyJudgement}``, those just written into ``folder``: a
+    study along width and depth with its laws at P1's sizes) and each pre-registration judged against its models
+    (its ``blind_tests``).
 
     ``specs`` are the studies' spec files and ``out`` the study directory, as the user gave
     them; ``command`` the command that exported the folder.
@@ -116,8 +114,8 @@ def results_readme(studies, judgements: dict, judged: list, paper_sizes: dict, f
         *(_cell_line(study.name, _study_cells(study, per_study[study.name], planned[study.name][1]))
           for study in studies), "",
         *(line for study in studies
-          for line in headline_section(judgements[study.name], study, paper_sizes.get(study.name))),
-        *judged_summary(judged),
+          for line in headline_section(judgements[study.name], study)),
+        *judged_summary([judged for study in studies for judged in judgements[study.name].blind_tests]),
         "## To go on", "",
         "The points here are finished models: copy them into a study directory and run the same command; only "
         "the pending models train, then export again:", "",
@@ -129,8 +127,7 @@ def results_readme(studies, judgements: dict, judged: list, paper_sizes: dict, f
     return "\n".join(lines)
 
 
-def write_results_readme(studies, judgements: dict, judged: list, paper_sizes: dict, folder: str, specs: list[str],
-                         out: str, command: str) -> Path:
+def write_results_readme(studies, judgements: dict, folder: str, specs: list[str], out: str, command: str) -> Path:
     """Write :func:`results_readme` to ``folder/README.md`` whole; its path."""
-    text = results_readme(studies, judgements, judged, paper_sizes, folder, specs, out, command)
+    text = results_readme(studies, judgements, folder, specs, out, command)
     return atomic_write(Path(folder) / README, lambda path: Path(path).write_text(text))

@@ -28,10 +28,10 @@ from simulate.claims.judgement import level_label
 from simulate.study.judge.analysis import judge_study
 from simulate.study.judge.rows import interval_words, size_words, stability_words, status_tally, verdict_interval
 from simulate.study.judge.tables import StudyJudgement, write_tables
-from simulate.study.read.models import VERSION_COLUMNS, load_models
+from simulate.study.read.models import VERSION_COLUMNS, candidate_models, load_models
 from theory.cli import markdown_table
 from theory.files import write_text_atomic
-from theory.verdicts import GrowthClass, PointStatus, Verdict
+from theory.verdicts import GrowthClass, PointStatus, RateStatus, Verdict
 
 __all__ = ["EPOCH_WARNING", "Written", "write_reports", "study_markdown"]
 
@@ -257,7 +257,7 @@ def _tuning_section(study, tuning: pd.DataFrame | None) -> list[str]:
     for cell, group in tuning.groupby(fields, sort=True):
         row = dict(zip(fields, cell if isinstance(cell, tuple) else (cell,)))
         for r in group.itertuples():
-            text = {"pending": "pending", "diverged": "diverged"}.get(r.status, f"{r.val_loss:.4g}")
+            text = f"{r.val_loss:.4g}" if r.status is RateStatus.OK else str(r.status)
             row[f"lr={r.lr:g}"] = f"**{text}**" if r.chosen else text
         chosen = group[group["chosen"]]
         status = group["cell_status"].iloc[0]
@@ -315,18 +315,17 @@ def study_markdown(study, judgement: StudyJudgement, command: str, candidates=()
 def write_reports(study, out, command: str | None = None) -> Written:
     """Read ``study``'s models from ``out``, judge them (:func:`simulate.study.judge.analysis.judge_study`) and write
     the judgement's files and ``study.md`` into ``out/NAME``."""
-    import dataclasses
-
     from simulate.study.plan.tuning import resolve_tuning, tuning_table
 
     out = Path(out)
     folder = out / study.name
     folder.mkdir(parents=True, exist_ok=True)
     study = resolve_tuning(study, out)
-    candidates = load_models(dataclasses.replace(study, sweep=study.candidates), out) if study.tuned else []
+    candidates = candidate_models(study, out) if study.tuned else []
     chosen = {p.key for p in study.sweep.points}
     models = [m for m in candidates if m.point.key in chosen] if study.tuned else load_models(study, out)
-    judgement = judge_study(study, models, tuning_table(study, out) if study.tuned else None)
+    judgement = judge_study(study, models, tuning_table(study, out) if study.tuned else None,
+                            candidates if study.tuned else None)
     write_tables(folder, judgement)
     write_text_atomic(folder / "study.md", study_markdown(
         study, judgement, command or f"python -m simulate study SPEC --out {out}", candidates))
