@@ -151,7 +151,8 @@ def test_every_headline_row_and_trend_says_which_cell_it_answers_for(atlas):
             table = [line.split("|")[1:-1] for line in question.splitlines() if line.startswith("| ")]
             if table:
                 header, rows = table[0], table[2:]  # the header, its rule, then one row per cell
-                names = [i for i, name in enumerate(header) if name.strip() in ("scheme", "line", "depth", "law", "size")
+                labels_at = ("scheme", "line", "depth", "law", "size")
+                names = [i for i, name in enumerate(header) if name.strip() in labels_at
                          or name.strip() in study.group_fields("depth")]
                 labels = [tuple(row[i].strip() for i in names) for row in rows]
                 assert len(set(labels)) == len(labels), f"{atlas}/{study.name}: rows alike in {header}: {labels}"

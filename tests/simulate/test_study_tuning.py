@@ -72,7 +72,8 @@ def test_the_grid_tunes_on_its_seed_at_the_full_length_then_every_seed_trains_at
     chosen = table[table["chosen"]]
     assert len(chosen) == 4 and set(table["cell_status"]) == {"tuned"}, table
     read_back = read_study(out, "tuned").tuning
-    assert set(read_back["cell_status"]) == {CellStatus.TUNED} and set(read_back["status"]) == {RateStatus.OK}, read_back
+    assert set(read_back["cell_status"]) == {CellStatus.TUNED}, read_back
+    assert set(read_back["status"]) == {RateStatus.OK}, read_back
     pd.testing.assert_frame_equal(read_back, write_reports(study, out).judgement.tuning, check_dtype=False)
     for row in chosen.itertuples():  # the chosen rate has the lowest mean held-out loss of its cell
         cell = table[(table["scheme"] == row.scheme) & (table["depth"] == row.depth)]

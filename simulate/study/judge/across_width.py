@@ -99,10 +99,10 @@ def _law_rows(data: LawData, law, targets, confidence, counts, judged_seed) -> l
 
 def paper_size_table(study, every) -> pd.DataFrame:
     """LNS minus Pre-LN held-out loss at P1's sizes (:data:`P1_SIZES`) by each law of a resolved study along width
-    and depth, fitted on ``every`` model of it (:func:`~simulate.study.read.models.candidate_models`), per line, at its longest training (module docstring): one row per line, law and size
-    (:data:`PAPER_SIZE_COLUMNS`; ``p1`` P1's gain at that size, ``answer`` the size verdict); empty for a study
-    without both axes or without both schemes, and without a law where fewer than :data:`MIN_LAW_WIDTHS` widths are
-    trained."""
+    and depth, fitted on ``every`` model of it (:func:`~simulate.study.read.models.candidate_models`), per line, at
+    its longest training (module docstring): one row per line, law and size (:data:`PAPER_SIZE_COLUMNS`; ``p1`` P1's
+    gain at that size, ``answer`` the size verdict); empty for a study without both axes or without both schemes,
+    and without a law where fewer than :data:`MIN_LAW_WIDTHS` widths are trained."""
     claim = CLAIMS["p1-lns-loss"]
     if not {"width", "depth"} <= set(study.axes) or not set(claim.schemes) <= set(study.schemes()):
         return pd.DataFrame(columns=list(PAPER_SIZE_COLUMNS))
