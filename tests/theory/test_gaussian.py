@@ -94,3 +94,20 @@ def test_derivative_kernel_against_monte_carlo(name):
     assert abs(prod.mean() - float(derivative_kernel(name, q, r))) < 4 * prod.std() / math.sqrt(n)
     np.testing.assert_allclose(derivative_kernel(name, np.array([0.3, 2.0]), 1.0),
                                derivative_moment(name, np.array([0.3, 2.0])), rtol=1e-9)
+
+
+def test_the_numpy_logistic_and_gauss_laguerre_rules_are_scipys():
+    """The predict path is scipy-free (docs/design.md#speed-of-the-theory): its logistic and its generalised
+    Gauss-Laguerre rule (Golub-Welsch) against scipy's, to rounding, at every head width the key-norm average uses."""
+    from scipy.special import expit, roots_genlaguerre
+
+    from theory.meanfield.gaussian import logistic
+    from theory.meanfield.softmax_rows import gauss_laguerre
+
+    z = np.linspace(-700.0, 700.0, 20001)  # (z,) past where e^-z overflows
+    np.testing.assert_allclose(logistic(z), expit(z), rtol=1e-13, atol=0)
+    for head_dim in (2, 8, 16, 64, 128, 200):
+        nodes, weights = roots_genlaguerre(8, head_dim / 2 - 1)  # (8,) each, weights summing to Gamma(hd/2)
+        ours = gauss_laguerre(8, head_dim / 2 - 1)
+        np.testing.assert_allclose(ours[0], nodes, rtol=1e-12, err_msg=f"nodes, hd = {head_dim}")
+        np.testing.assert_allclose(ours[1], weights / weights.sum(), rtol=1e-11, err_msg=f"weights, hd = {head_dim}")
