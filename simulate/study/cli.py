@@ -187,6 +187,7 @@ def _predict(studies, args, argv) -> int:
 def _write_reports(studies, out, command: str) -> dict:
     """Every study's reports in ``out``, then the variance laws when a study runs along depth, then the judged
     pre-registrations; ``{name: the study's judgement}``, each with the pre-registrations judged against it."""
+    from simulate.study.judge.variance_laws import judge_variance_laws
     from simulate.study.write.extrapolation_report import write_extrapolation
     from simulate.study.write.report import write_reports
 
@@ -196,9 +197,12 @@ def _write_reports(studies, out, command: str) -> dict:
         judgements[study.name] = written.judgement
         print(f"study {study.name}: {written.points} models, {written.claims} claim rows, "
               f"{written.warnings} warnings -> {written.folder}")
-    extrapolation = write_extrapolation(studies, out)
-    if extrapolation is not None:
-        print(f"variance laws, their extrapolation test and the papers' sizes -> {extrapolation}")
+    laws = judge_variance_laws(studies, out)
+    if laws is not None:
+        print(f"variance laws, their extrapolation test and the papers' sizes -> {write_extrapolation(laws, out)}")
+        table = laws.frame()
+        if len(table):  # (as read back: no table where no scheme was fitted)
+            judgements[laws.depth_study] = dataclasses.replace(judgements[laws.depth_study], variance_laws=table)
     from simulate.study.judge.preregistration import write_judgements
 
     judged = write_judgements(studies, out)

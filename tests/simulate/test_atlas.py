@@ -81,6 +81,10 @@ def test_every_study_is_shipped_with_what_it_rests_on(atlas):
     assert len(cells) == len(studies) and all(line in readme for line in cells), "README: the cells are stale"
     if "depth" in studies and studies["depth"].sweep.points:  # a tuned study: once a cell has chosen its rate
         assert (folder / "extrapolation.md").is_file() and (folder / "extrapolation.csv").is_file()
+        laws = judgements["depth"].variance_laws  # the depth study's judgement holds its laws' table
+        assert laws is not None and set(laws["study"]) == {"depth"} and set(laws["law"]) == {
+            "bridge", "growth", "increment", "across depth"}, laws
+        assert all(judgement.variance_laws is None for name, judgement in judgements.items() if name != "depth")
     if "depth" in studies and studies["depth"].tuned:  # the headline names each scheme's rate, or "tuning"
         tuning = pd.read_csv(folder / "depth" / "tuning.csv")
         schemes_chosen = tuning[tuning["chosen"]].groupby("depth")["scheme"].nunique()  # (depths,)

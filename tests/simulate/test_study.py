@@ -157,16 +157,30 @@ def test_a_second_run_trains_nothing_and_rewrites_the_same_reports(tiny_study, t
 
 def test_the_extrapolation_predicts_the_deepest_depth_that_has_finished(tiny_study, tmp_path):
     """While a deeper depth is untrained, the test holds out the deepest one with two models per scheme."""
-    from simulate.study.write.extrapolation_report import write_extrapolation
+    from simulate.study.judge.variance_laws import judge_variance_laws
+    from simulate.study.write.extrapolation_report import extrapolation_markdown
 
     study, out, _ = tiny_study
-    whole = write_extrapolation([study], out).read_text()
-    assert "without depth L=4, which is predicted." in whole
-    deeper = load_study(_spec(tmp_path, depths="2, 4, 8"))
-    partial = write_extrapolation([deeper], out).read_text()
+    whole = judge_variance_laws([study], out)
+    assert (whole.held_out, whole.planned) == (4, 4)
+    assert "without depth L=4, which is predicted." in extrapolation_markdown(whole)
+    deeper = judge_variance_laws([load_study(_spec(tmp_path, depths="2, 4, 8"))], out)
+    assert (deeper.held_out, deeper.planned) == (4, 8)
     assert "without depth L=4, which is predicted (the deepest depth with two finished models of each scheme: " \
-           "L=8 has fewer so far)." in partial
-    write_extrapolation([study], out)  # the fixture's own report again
+           "L=8 has fewer so far)." in extrapolation_markdown(deeper)
+
+
+def test_a_study_whose_laws_cannot_be_fitted_holds_no_law_table(tiny_study):
+    """Two depths leave the laws of one profile fewer rows than regressors: each law says why, the table is empty
+    and the judgement read back holds none (the shipped atlas's table: tests/simulate/test_atlas.py)."""
+    from simulate.study.judge.variance_laws import LAWS, judge_variance_laws
+    from simulate.study.write.extrapolation_report import extrapolation_markdown
+
+    study, out, _ = tiny_study
+    laws = judge_variance_laws([study], out)
+    assert [law.law for law in laws.laws] == [*LAWS] * 2 and all(law.test is None for law in laws.laws), laws
+    assert laws.frame().empty and read_study(out, "tiny").variance_laws is None
+    assert extrapolation_markdown(laws).count("No law: ") == 2 * len(LAWS)
 
 
 def test_studies_that_share_models_train_them_once(tiny_study, tmp_path):

@@ -229,9 +229,10 @@ def test_a_law_without_a_width_term_makes_no_prediction_at_the_papers_widths():
     """A law fitted at one width passes its blind test in depth, yet its extrapolation to the papers' sizes is
     withdrawn: it says nothing about another width."""
     from simulate.claims import Inference
-    from simulate.study.write.extrapolation_report import _law_section
+    from simulate.study.judge.variance_laws import _judge_law
+    from simulate.study.write.extrapolation_report import _law_lines
 
-    lines, rows = _law_section(_samples(noise=0.01, model=_growth_model), 64, "growth", fit_growth_law, Inference())
-    text = "\n".join(lines)
+    law = _judge_law("pre", _samples(noise=0.01, model=_growth_model), 64, "growth", fit_growth_law, Inference())
+    assert law.no_width_term and not law.untested and law.papers is None, law
+    text = "\n".join(_law_lines(law, 64, 0.95))
     assert "the law PASSES" in text and "no width term" in text and "withdrawn" in text, text
-    assert not any(row["kind"] == "paper" for row in rows), rows

@@ -76,7 +76,10 @@ class StudyJudgement:
     """What a study's judge says: one row per model (``points``), per claim and cell (``levels``), per claim, axis,
     group and line (``trends``), the verdict rules simulated on the study's design (``calibration``), a tuned
     study's rates (``tuning``; None for an untuned one), a study along width and depth's laws asked at P1's sizes
-    (``paper_sizes``, :func:`simulate.study.judge.across_width.paper_size_table`; None for another study) and the
+    (``paper_sizes``, :func:`simulate.study.judge.across_width.paper_size_table`; None for another study), a study
+    along depth's variance laws (``variance_laws``, the table of
+    :class:`simulate.study.judge.variance_laws.VarianceLaws`, written beside the studies as ``extrapolation.csv``;
+    None for another study) and the
     pre-registered predictions judged against its models (``blind_tests``,
     :class:`simulate.study.judge.preregistration.Judged`; each file's commit and first start are not in the files, so
     they read back as None). Word columns hold the enums of :mod:`theory.verdicts` (and the law forms of
@@ -95,12 +98,13 @@ class StudyJudgement:
     calibration: pd.DataFrame
     tuning: pd.DataFrame | None = None
     paper_sizes: pd.DataFrame | None = None
+    variance_laws: pd.DataFrame | None = None
     blind_tests: tuple = ()  # of Judged
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """``{file name: table}`` of every table the judgement writes in its folder (``tuning.csv`` only for a tuned
-        study, ``paper_sizes.csv`` only for one along width and depth; the blind tests are written beside the
-        pre-registered files they judge)."""
+        study, ``paper_sizes.csv`` only for one along width and depth; the variance laws and the blind tests are
+        written beside the studies: ``extrapolation.csv``, each pre-registered file's ``-judged.csv``)."""
         tables = dict(zip(("points.parquet", *TABLE_FILES), (self.points, self.levels, self.trends, self.calibration)))
         optional = {"tuning.csv": self.tuning, "paper_sizes.csv": self.paper_sizes}
         return tables | {name: frame for name, frame in optional.items() if frame is not None}
@@ -221,7 +225,11 @@ def read_study(out, name: str) -> StudyJudgement:
     from simulate.study.judge.preregistration import read_judgements  # (it judges: a later module of this stage)
 
     blind_tests = tuple(judged for judged in read_judgements(out) if judged.study == name)
-    return StudyJudgement(name, points, *tables, tuning, paper_sizes, blind_tests)
+    laws = Path(out) / "extrapolation.csv"
+    variance_laws = pd.read_csv(laws) if laws.is_file() else None
+    if variance_laws is not None and set(variance_laws.get("study", ())) != {name}:
+        variance_laws = None  # another study's laws, none (no scheme fitted), or a file that did not name its study
+    return StudyJudgement(name, points, *tables, tuning, paper_sizes, variance_laws, blind_tests)
 
 
 def read_verdicts(out, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
