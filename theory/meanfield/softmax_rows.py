@@ -263,15 +263,19 @@ def softmax_jacobian_square(n, tau2) -> np.ndarray:
     return np.maximum(s2 - 2 * s3 + s4 + s22, 0.0) * (n > 1)  # (tau, n)
 
 
+@lru_cache(maxsize=32)
 def rope_cos(tokens: int, head_dim: int, base: float = 10000.0) -> np.ndarray:
-    """``mean_i cos(omega_i (j - j'))`` (T x T): ``E[(Rot_j x) . (Rot_j' y)] / E[x . y]`` for isotropic ``x, y``.
+    """``mean_i cos(omega_i (j - j'))`` (T x T, read-only: cached, each attention average reads it per chunk of
+    draws): ``E[(Rot_j x) . (Rot_j' y)] / E[x . y]`` for isotropic ``x, y``.
 
     >>> rope_cos(2, 2).round(4).tolist()
     [[1.0, 0.5403], [0.5403, 1.0]]
     """
-    omega = base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
-    lag = np.arange(tokens)[:, None] - np.arange(tokens)[None, :]
-    return np.cos(lag[:, :, None] * omega).mean(axis=2)
+    omega = base ** (-2.0 * np.arange(head_dim // 2) / head_dim)  # (hd/2,)
+    lag = np.arange(tokens)[:, None] - np.arange(tokens)[None, :]  # (T, T)
+    mean = np.cos(lag[:, :, None] * omega).mean(axis=2)  # (T, T, hd/2) -> (T, T)
+    mean.flags.writeable = False
+    return mean
 
 
 def rope_rotate(x: np.ndarray, base: float = 10000.0) -> np.ndarray:
@@ -345,9 +349,9 @@ def visible_trace_diagonal(A: np.ndarray, B: np.ndarray, causal: bool) -> np.nda
         x = (A.sum(axis=-1) * B.sum(axis=-1)).sum(axis=-1)
         return np.repeat((both - 2 * x / n + a * b / n**2)[..., None], T, axis=-1)
     n = np.arange(1.0, T + 1)
-    upper = np.triu(np.ones((T, T), dtype=bool))  # [l, t]: l <= t
-    rows = np.cumsum(np.stack([A, B]), axis=-1)  # [., l, t] = (A 1_t)_l, (B 1_t)_l
-    x = np.where(upper, rows[0] * rows[1], 0.0).sum(axis=-2)  # sum_{l<=t} (A 1_t)_l (B 1_t)_l
+    upper = ~_strict_upper(T).T  # [l, t]: l <= t
+    rows_a, rows_b = np.cumsum(A, axis=-1), np.cumsum(B, axis=-1)  # [..., l, t] = (A 1_t)_l, (B 1_t)_l
+    x = np.where(upper, rows_a * rows_b, 0.0).sum(axis=-2)  # sum_{l<=t} (A 1_t)_l (B 1_t)_l
     return leading_block_sums(A * B) - 2 * x / n + leading_block_sums(A) * leading_block_sums(B) / n**2
 
 
