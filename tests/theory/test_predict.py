@@ -185,12 +185,13 @@ def test_first_non_finite_rows_cover_layers_left_out():
 
 
 def test_predict_imports_no_sympy():
-    """theory predict needs neither sympy, the lemma registry nor scipy.interpolate (their import is most of a quick
-    run's time); a deep transformer reads many_moments' spline."""
+    """theory predict needs neither sympy, the lemma registry nor scipy (their import is most of a quick run's time,
+    docs/design.md#speed-of-the-theory); a deep transformer reads many_moments' spline, the finite-width law's
+    attention table the key-norm rule, a SwiGLU MLP the logistic."""
     code = ("import sys, theory; theory.predict(theory.Setting(block='linear', depth=2, width=16)); "
             "theory.predict(theory.Setting(preset='llama', scheme='lns', depth=5000, tokens=4), 'mean-field', [5000]); "
-            "print(sorted(name for name in ('sympy', 'theory.symbolic.lemmas', 'scipy.interpolate') "
-            "if name in sys.modules))")
+            "theory.predict(theory.Setting(width=32, tokens=8, depth=3), 'finite-width'); "
+            "print(sorted(name for name in ('sympy', 'theory.symbolic.lemmas', 'scipy') if name in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert result.stdout.strip() == "[]", result.stdout
