@@ -38,9 +38,10 @@ import pandas as pd
 
 from simulate.claims.along_axes import describe_needs, describe_trend_shape
 from simulate.claims.trends import describe_crossing
+from simulate.claims.width_laws import WidthLawForm
+from simulate.study.judge.preregistration import read_judgements
 from simulate.study.judge.rows import interval_words, size_words, status_tally
 from theory.files import atomic_write
-from simulate.claims.width_laws import WidthLawForm
 from theory.verdicts import CellStatus, GrowthClass, PointStatus, RateLine, RateStatus, Size, Stability, Verdict
 
 __all__ = ["LEVEL_COLUMNS", "TREND_COLUMNS", "TEXT_COLUMNS", "TABLE_FILES", "REPORT_FILES", "StudyJudgement",
@@ -79,8 +80,7 @@ class StudyJudgement:
     (``paper_sizes``, :func:`simulate.study.judge.across_width.paper_size_table`; None for another study), a study
     along depth's variance laws (``variance_laws``, the table of
     :class:`simulate.study.judge.variance_laws.VarianceLaws`, written beside the studies as ``extrapolation.csv``;
-    None for another study) and the
-    pre-registered predictions judged against its models (``blind_tests``,
+    None for another study) and the pre-registered predictions judged against its models (``blind_tests``,
     :class:`simulate.study.judge.preregistration.Judged`; each file's commit and first start are not in the files, so
     they read back as None). Word columns hold the enums of :mod:`theory.verdicts` (and the law forms of
     :mod:`simulate.claims.width_laws`), text columns '' where empty (:data:`TEXT_COLUMNS`); columns:
@@ -222,8 +222,6 @@ def read_study(out, name: str) -> StudyJudgement:
     tuning, paper_sizes = (_parse_words(pd.read_csv(folder / file), file) if (folder / file).is_file() else None
                            for file in ("tuning.csv", "paper_sizes.csv"))
     points = _parse_words(pd.read_parquet(folder / "points.parquet"), "points.parquet")
-    from simulate.study.judge.preregistration import read_judgements  # (it judges: a later module of this stage)
-
     blind_tests = tuple(judged for judged in read_judgements(out) if judged.study == name)
     laws = Path(out) / "extrapolation.csv"
     variance_laws = pd.read_csv(laws) if laws.is_file() else None
