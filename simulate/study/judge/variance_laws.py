@@ -96,7 +96,10 @@ class SecondTest:
 @dataclass(frozen=True)
 class LawTest:
     """One law of one scheme: its extrapolation test in depth (None where no law could be fitted: ``error`` says
-    why), its second tests, and its predictions at the papers' sizes (``papers``; None where withdrawn).
+    why) with the intervals of its errors (``errors``: at the held-out depth, then on its own data at the deepest
+    fitted depth, each ``{name: Interval}`` by
+    :func:`~simulate.study.judge.extrapolation.error_intervals`), its second tests, and its predictions at the papers'
+    sizes (``papers``; None where withdrawn).
 
     A law's predictions are withdrawn where it has not passed a blind test in depth at every training length
     (``untested``), where a blind test it had was not an informative pass (``against``: each ``(slice, judgement)``,
@@ -106,6 +109,7 @@ class LawTest:
     law: str
     test: ExtrapolationTest | None
     error: str = ""
+    errors: tuple[dict, dict] = ({}, {})
     second: tuple[SecondTest, ...] = ()
     untested: bool = False
     against: tuple[tuple[str, BlindTestJudgement], ...] = ()
@@ -174,9 +178,8 @@ def _law_rows(law: LawTest, laws: VarianceLaws) -> list[dict]:
     rows = [{"kind": kind, "name": term, "value": float(value)}
             for kind, terms, values in fitted.coefficients() + (("gamma", fitted.first_terms, fitted.gamma),)
             for term, value in zip(terms, values)]
-    held, on_fit = error_intervals(result, laws.confidence)
-    for kind, table, depth, intervals in (("test", result.errors, laws.held_out, held),
-                                          ("fit", result.fit_errors, result.fit_value, on_fit)):
+    for kind, table, depth, intervals in (("test", result.errors, laws.held_out, law.errors[0]),
+                                          ("fit", result.fit_errors, result.fit_value, law.errors[1])):
         if len(table):
             rows += [{"kind": kind, "name": name, "value": estimate.estimate, "low": estimate.low,
                       "high": estimate.high, "detail": f"L={depth}, {len(table)} models"}
@@ -211,14 +214,15 @@ def _judge_law(scheme: str, samples, held_out: int, law_name: str, fit, inferenc
                                                                            field=field, name=law_name)))
         except LawError as error:
             second.append(SecondTest(field, values[-1], None, str(error)))
+    errors = error_intervals(result, inference.confidence)
     if not result.blind or any(j.verdict is None for j in result.blind):
-        return LawTest(scheme, law_name, result, second=tuple(second), untested=True)
+        return LawTest(scheme, law_name, result, errors=errors, second=tuple(second), untested=True)
     against = _not_informative_passes(result.blind, "in depth") + [
         pair for test in second if test.test is not None
         for pair in _not_informative_passes(test.test.blind, f"on {test.title}")]
     no_width_term = "log d" not in result.law.terms
     papers = None if against or no_width_term else paper_predictions(result.law)
-    return LawTest(scheme, law_name, result, second=tuple(second), against=tuple(against),
+    return LawTest(scheme, law_name, result, errors=errors, second=tuple(second), against=tuple(against),
                    no_width_term=no_width_term, papers=papers)
 
 

@@ -3,7 +3,7 @@
 
 ``extrapolation.csv`` is :meth:`~simulate.study.judge.variance_laws.VarianceLaws.frame`: one row per scheme, law
 (``bridge``, ``growth``, ``increment`` or ``across depth``) and quantity (columns ``scheme, law, kind, name, value,
-low, high, detail``; kinds ``alpha``, ``beta`` (bridge), ``theta`` (growth), ``psi`` (increment) and ``gamma`` for
+low, high, detail, study``; kinds ``alpha``, ``beta`` (bridge), ``theta`` (growth), ``psi`` (increment) and ``gamma`` for
 the coefficients, ``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
 deepest fitted depth, ``blind test`` for each length's verdict (``passes``, ``passes, uninformative``
 where the interval is wider than :data:`simulate.study.judge.extrapolation.INFORMATIVE`, ``fails``, or
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from simulate.claims import level_label
 from simulate.claims.depth_laws import DEPTH_LAWS, MIN_LAW_DEPTHS
-from simulate.study.judge.extrapolation import error_intervals, formula, where
+from simulate.study.judge.extrapolation import formula, where
 from simulate.study.judge.variance_laws import LawTest, VarianceLaws
 from theory.cli import markdown_table
 from theory.files import atomic_write, write_text_atomic
@@ -64,11 +64,10 @@ def _law_lines(law: LawTest, held_out: int, confidence: float) -> list[str]:
     result, fitted = law.test, law.test.law
     lines += [f"Law (least squares over blocks l >= 2): {fitted.describe()}; log var_1 = "
               f"{formula(fitted.first_terms, fitted.gamma)}. Fitted on {result.fitted_range}.", ""]
-    held, on_fit = error_intervals(result, confidence)
     for table, intervals, label in (
-            (result.errors, held, f"Extrapolation test, L={held_out} ({len(result.errors)} models, never used in "
+            (result.errors, law.errors[0], f"Extrapolation test, L={held_out} ({len(result.errors)} models, never used in "
                                   "the fit)"),
-            (result.fit_errors, on_fit, f"The law on its own data, L={result.fit_value} ({len(result.fit_errors)} "
+            (result.fit_errors, law.errors[1], f"The law on its own data, L={result.fit_value} ({len(result.fit_errors)} "
                                         "fitted models, each at its width and steps)")):
         if len(table):
             lines += [f"{label}: log(predicted var_L / measured) = {intervals['last_log_error'].format()}; mean "
