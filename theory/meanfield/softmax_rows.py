@@ -33,8 +33,8 @@ from functools import lru_cache
 import numpy as np
 
 __all__ = ["softmax_laplace_grid", "softmax_square_sum", "softmax_jacobian_square", "causal_pair_overlap",
-           "position_averaged_square_sum", "gauss_laguerre", "key_norm_nodes", "uniform_rows", "RowTable", "row_table", "rope_cos",
-           "rope_rotate", "rope_spread", "score_key_traces", "score_path", "visible_trace_diagonal",
+           "position_averaged_square_sum", "gauss_laguerre", "key_norm_nodes", "uniform_rows", "RowTable", "row_table",
+           "rope_cos", "rope_rotate", "rope_spread", "score_key_traces", "score_path", "visible_trace_diagonal",
            "leading_block_sums"]
 
 
@@ -194,7 +194,8 @@ def key_norm_nodes(head_dim: int, order: int = 8) -> tuple[np.ndarray, np.ndarra
     """Nodes ``X/hd`` and weights (summing to 1) of an ``order``-node rule for ``X ~ chi^2_hd``, the squared key norm.
 
     Generalised Gauss-Laguerre (``X = 2x``, weight ``x^(hd/2 - 1) e^-x``; :func:`gauss_laguerre`); above
-    ``hd = 200`` ``chi^2_hd/hd ~ N(1, 2/hd)`` is integrated by Gauss-Hermite instead (error O(1/hd)). Returns ``(scale, weights)``, each (order,).
+    ``hd = 200`` ``chi^2_hd/hd ~ N(1, 2/hd)`` is integrated by Gauss-Hermite instead (error O(1/hd)). Returns
+    ``(scale, weights)``, each (order,).
 
     >>> scale, weights = key_norm_nodes(16)
     >>> round(float(weights @ scale), 12), round(float(weights @ scale**2), 12)  # E[X/hd], E[(X/hd)^2] = 1 + 2/hd

@@ -3,8 +3,8 @@
 
 ``extrapolation.csv`` is :meth:`~simulate.study.judge.variance_laws.VarianceLaws.frame`: one row per scheme, law
 (``bridge``, ``growth``, ``increment`` or ``across depth``) and quantity (columns ``scheme, law, kind, name, value,
-low, high, detail, study``; kinds ``alpha``, ``beta`` (bridge), ``theta`` (growth), ``psi`` (increment) and ``gamma`` for
-the coefficients, ``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
+low, high, detail, study``; kinds ``alpha``, ``beta`` (bridge), ``theta`` (growth), ``psi`` (increment) and
+``gamma`` for the coefficients, ``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
 deepest fitted depth, ``blind test`` for each length's verdict (``passes``, ``passes, uninformative``
 where the interval is wider than :data:`simulate.study.judge.extrapolation.INFORMATIVE`, ``fails``, or
 ``untested``: the held-out mean error with the law's prediction interval), ``blind test (width)``,
@@ -65,10 +65,11 @@ def _law_lines(law: LawTest, held_out: int, confidence: float) -> list[str]:
     lines += [f"Law (least squares over blocks l >= 2): {fitted.describe()}; log var_1 = "
               f"{formula(fitted.first_terms, fitted.gamma)}. Fitted on {result.fitted_range}.", ""]
     for table, intervals, label in (
-            (result.errors, law.errors[0], f"Extrapolation test, L={held_out} ({len(result.errors)} models, never used in "
-                                  "the fit)"),
-            (result.fit_errors, law.errors[1], f"The law on its own data, L={result.fit_value} ({len(result.fit_errors)} "
-                                        "fitted models, each at its width and steps)")):
+            (result.errors, law.errors[0],
+             f"Extrapolation test, L={held_out} ({len(result.errors)} models, never used in the fit)"),
+            (result.fit_errors, law.errors[1],
+             f"The law on its own data, L={result.fit_value} ({len(result.fit_errors)} fitted models, each at its "
+             "width and steps)")):
         if len(table):
             lines += [f"{label}: log(predicted var_L / measured) = {intervals['last_log_error'].format()}; mean "
                       f"over layers of |log ratio| = {intervals['mean_abs_log_error'].format()} "
