@@ -191,7 +191,7 @@ def predict_main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr) as bar:  # the recursion is vectorised: two stages, each seconds at depth 10^6
         bar.set_postfix_str(f"recursion over {setting.depth} blocks")
         table, first_bad = predict_with_first_non_finite(setting, args.width_law, layers)  # rows at the layers only
-        blow_up = first_non_finite(first_bad)  # the first layer of all, kept or not
+        blow_up = first_non_finite(first_bad)  # the first layer computed, kept or not
         bar.update()
         bar.set_postfix_str(f"writing {len(table)} rows")
         tqdm.write(f"{prog}: writing {len(table):,} rows (~{format_bytes(estimated_size(table, fmt))}) to {out}",

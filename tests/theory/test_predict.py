@@ -160,16 +160,39 @@ def test_depth_one_million_shape():
     assert set(table.columns) == {"layer", "metric", "law", "kind", "value"}
 
 
-@pytest.mark.parametrize("setting, layers", [(Setting(scheme="lns", depth=300, width=32, tokens=8), [0, 1, 7, 300]),
-                                             (Setting(scheme="post", block="mlp", depth=20, width=16), [20, 3])])
-def test_layers_are_the_rows_of_the_whole_table(setting, layers):
-    whole = predict(setting)
-    chosen = predict(setting, layers=layers)
+def _rows_at(whole, chosen, layers):
+    """The rows of ``whole`` at ``layers``, checked to name the same curves as ``chosen``."""
     expected = whole[whole.layer.isin(layers)].reset_index(drop=True)
     assert len(chosen) == len(expected) > 0
     for column in ("layer", "metric", "law", "kind"):
         assert chosen[column].astype(str).tolist() == expected[column].astype(str).tolist()
+    return expected
+
+
+@pytest.mark.parametrize("setting, layers", [
+    (Setting(scheme="lns", depth=300, width=32, tokens=8), [0, 1, 7, 300]),
+    (Setting(scheme="post", block="mlp", depth=20, width=16), [20, 3]),
+    # past MAX_MATRIX_STEPS blocks with a stride tail only the blocks read are planned (finite-width law: landings)
+    (Setting(scheme="lns", depth=3000, width=32, tokens=8), [0, 1, 7, 64, 65, 66, 1000, 2999, 3000]),
+    (Setting(scheme="pre", block="mlp", activation="gelu", depth=2000, width=64, tokens=4), [0, 700, 1999]),
+    (Setting(scheme="mix", depth=1000, width=32, tokens=4), [0, 600, 1000])])  # pairs tail: every block planned
+def test_layers_are_the_rows_of_the_whole_table(setting, layers):
+    whole = predict(setting)
+    chosen = predict(setting, layers=layers)
+    expected = _rows_at(whole, chosen, layers)
     np.testing.assert_array_equal(chosen.value.to_numpy(), expected.value.to_numpy())
+
+
+def test_planned_layers_differ_only_by_the_moment_spline():
+    """Above 4096 MLP steps the whole plan's static moments are read off many_moments' spline (relative error
+    < 5e-9), while a plan of the blocks read evaluates them one by one: the rows agree to that error carried along
+    the stack (1e-6 relative), not bit for bit."""
+    setting = Setting(preset="llama", scheme="lns", depth=6000, width=32, tokens=4)
+    layers = [0, 1, 63, 64, 65, 100, 4321, 5999, 6000]
+    whole, chosen = predict(setting), predict(setting, layers=layers)
+    expected = _rows_at(whole, chosen, layers)
+    np.testing.assert_allclose(chosen.value.to_numpy(), expected.value.to_numpy(), rtol=1e-6, atol=0,
+                               err_msg="rows of a plan of the blocks read against the whole plan's, depth 6000")
 
 
 def test_first_non_finite_rows_cover_layers_left_out():
@@ -189,7 +212,7 @@ def test_predict_imports_no_sympy():
     docs/design.md#speed-of-the-theory); a deep transformer reads many_moments' spline, the finite-width law's
     attention table the key-norm rule, a SwiGLU MLP the logistic."""
     code = ("import sys, theory; theory.predict(theory.Setting(block='linear', depth=2, width=16)); "
-            "theory.predict(theory.Setting(preset='llama', scheme='lns', depth=5000, tokens=4), 'mean-field', [5000]); "
+            "theory.predict(theory.Setting(preset='llama', scheme='lns', depth=5000, tokens=4), 'mean-field'); "
             "theory.predict(theory.Setting(width=32, tokens=8, depth=3), 'finite-width'); "
             "print(sorted(name for name in ('sympy', 'theory.symbolic.lemmas', 'scipy') if name in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -90,15 +90,14 @@ def recursion_context(plan: SublayerPlan, tokens: int, causal: bool, head_dim: i
     >>> ctx.period, ctx.abar.shape, ctx.rope_cos.shape  # attention + MLP per block; (T, T)
     (2, (4, 4), (4, 4))
     """
-    period = int(np.sum(plan.block == plan.block[0]))
     rows = None
     if plan.attention is not None:
         rows = row_table(tokens, causal, head_dim, float(plan.attention.tau2_grid[-1]))
     finite = None
     if width_law == "finite-width":
         kernel = None if plan.kernel is None else smoothed_kernel(plan.kernel, plan.width, plan.activation == "swiglu")
-        finite = FiniteWidth(plan.width, head_dim, attention_nodes(int(plan.block[-1])), kernel, law_seed)
-    return RecursionContext(static=static_moments(plan), causal=causal, rows=rows, period=period,
+        finite = FiniteWidth(plan.width, head_dim, attention_nodes(plan.depth), kernel, law_seed)
+    return RecursionContext(static=static_moments(plan), causal=causal, rows=rows, period=plan.period,
                             rope_spread=rope_spread(tokens, causal, head_dim) if plan.rope else None,
                             rope_cos=rope_cos(tokens, head_dim) if plan.rope else None,
                             abar=uniform_rows(tokens, causal) if rows is not None else None, finite=finite)
@@ -214,7 +213,7 @@ def _finite_attention_correction(plan: SublayerPlan, n: int, R: np.ndarray, mean
         return alpha_vo * sampled_attention(R_node, float(plan.in_scale2[n]), float(plan.alpha_qk[n]), finite.width,
                                             finite.head_dim, ctx.causal, plan.rope, seed)[0]
 
-    return finite.attention_correction(block, n - (block - 1) * ctx.period, R, meanfield, sample)
+    return finite.attention_correction(block, n % ctx.period, R, meanfield, sample)
 
 
 @dataclass(frozen=True)
@@ -401,9 +400,8 @@ def run_block(plan: SublayerPlan, block: int, K: np.ndarray, tangents: list, ctx
     >>> K.shape, C.shape, len(steps)  # attention and MLP
     ((2, 2), (2, 2), 2)
     """
-    period = ctx.period
     steps = []
-    for n in range((block - 1) * period, block * period):
+    for n in plan.steps(block):
         step = sublayer_cov(plan, n, K, ctx)
         if tangents and plan.kind[n] not in (LINEAR, ATTENTION):
             step = replace(step, mlp_tangent=_mlp_tangent(plan, n, step))
@@ -419,6 +417,6 @@ def run_block(plan: SublayerPlan, block: int, K: np.ndarray, tangents: list, ctx
 
 def tangent_pass(plan: SublayerPlan, block: int, steps: list, C: np.ndarray, ctx: RecursionContext) -> np.ndarray:
     """The tangent ``C`` (T, T) through block ``block`` along the forward ``steps`` of :func:`run_block`."""
-    for n, step in zip(range((block - 1) * ctx.period, block * ctx.period), steps):
+    for n, step in zip(plan.steps(block), steps):
         C = tangent_step(plan, n, C, step, ctx)
     return C

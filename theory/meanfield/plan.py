@@ -1,7 +1,7 @@
 """The plan of a stack: per-sublayer parameters of the mean-field recursions, read off a Setting.
 
 :func:`build_plan` turns a :class:`~theory.setting.Setting` into a :class:`SublayerPlan`,
-arrays of length ``N = depth x sublayers per block`` (the wiring from
+arrays of length ``N = blocks planned x sublayers per block`` (every block by default; the wiring from
 :mod:`theory.architecture`, the one spec of schemes and blocks), with the interpolation
 tables (:mod:`theory.meanfield.tables`) the recursions need and the MoE gate moments
 (:func:`moe_gate_square_sum`). Source: derived here (schemes: docs/design.md#schemes;
@@ -69,14 +69,42 @@ class SublayerPlan:
     gate2: np.ndarray | None = None  # (N,) MoE E[sum g_i^2] of each step's router (moe_gate_square_sums); 1 elsewhere
     gate_overlap0: float = 1.0  # MoE E[sum_i g_ti g_t'i] for independent routing (1/E)
     shared_expert: bool = False
+    depth: int | None = None  # blocks in the stack (default: the last block planned)
+    additive_from: int | None = None  # every block from this one on is additive (depth + 1: not the last one)
 
     def __post_init__(self) -> None:
         if self.gate2 is None:  # no MoE step: every step's gate factor is 1
             object.__setattr__(self, "gate2", np.ones(len(self.kind)))
+        if self.depth is None:
+            object.__setattr__(self, "depth", int(self.block[-1]))
+        if self.additive_from is None:  # every block planned: read it off the steps
+            object.__setattr__(self, "additive_from", _additive_from(self.block, self.is_additive(slice(None))))
 
     @property
     def size(self) -> int:
         return len(self.kind)
+
+    @property
+    def period(self) -> int:
+        """Sublayers per block."""
+        return int(np.searchsorted(self.block, self.block[0], side="right"))
+
+    @property
+    def blocks(self) -> np.ndarray:
+        """(M,) the blocks planned, 1-based and increasing: every block of the stack, or those :func:`build_plan`
+        was asked for."""
+        return self.block[::self.period]
+
+    def steps(self, block: int) -> range:
+        """The step indices of block ``block`` (1-based; it must be planned).
+
+        >>> build_plan(Setting(block="transformer", depth=9, width=32, heads=4), blocks=[1, 5, 9]).steps(5)
+        range(2, 4)
+        """
+        start = int(np.searchsorted(self.block, block))
+        if start == self.size or self.block[start] != block:
+            raise ValueError(f"block {block} is not planned; planned: {self.blocks.tolist()}")
+        return range(start, start + self.period)
 
     def is_additive(self, idx) -> np.ndarray:
         """Steps whose increment does not depend on ``v``: ``v' = v + B(rho)``; bool, shape of ``idx``.
@@ -84,7 +112,18 @@ class SublayerPlan:
         >>> build_plan(Setting(scheme="post", block="mlp", depth=2, width=32)).is_additive(np.arange(2)).tolist()
         [False, False]
         """
-        return self.norm_input[idx] & ~self.norm_after[idx] & (self.stream_scale2[idx] == 1) & (self.alignment == 0)
+        return _additive(self.norm_input[idx], self.norm_after[idx], self.stream_scale2[idx], self.alignment)
+
+
+def _additive(norm_input, norm_after, stream_scale2, alignment: float) -> np.ndarray:
+    """Norm on the input, none after the sum, stream kept as it is, no alignment: ``v' = v + B(rho)``."""
+    return norm_input & ~norm_after & (stream_scale2 == 1) & (alignment == 0)
+
+
+def _additive_from(block: np.ndarray, additive: np.ndarray) -> int:
+    """The first block from which every step in ``additive`` (bool, aligned with ``block``) is True."""
+    other = np.flatnonzero(~additive)
+    return int(block[other[-1]]) + 1 if len(other) else 1
 
 
 # -- MoE gates ------------------------------------------------------------------------------
@@ -129,28 +168,36 @@ def moe_gate_square_sums(experts: int, top_k: int, logit_var: np.ndarray, unifor
 
 
 # -- the plan of a stack ----------------------------------------------------------------------
-def build_plan(setting: Setting) -> SublayerPlan:
-    """The :class:`SublayerPlan` of ``setting`` (schemes: docs/design.md#schemes); arrays (N,), N = depth x P.
+def build_plan(setting: Setting, blocks=None) -> SublayerPlan:
+    """The :class:`SublayerPlan` of ``setting`` (schemes: docs/design.md#schemes); arrays (N,), N = blocks x P.
+
+    ``blocks``: the blocks to plan (1-based, increasing, distinct; default every block). The interpolation tables,
+    the MoE gate moments and ``additive_from`` are those of the whole stack whatever is planned, so a planned step
+    holds the same numbers as in the plan of every block.
 
     >>> plan = build_plan(Setting(scheme="pre", block="mlp", activation="relu", depth=3, width=32))
     >>> plan.kind.shape, bool(plan.norm_input.all()), plan.in_scale2.tolist(), plan.ffn_ratio
     ((3,), True, [1.0, 1.0, 1.0], 4.0)
+    >>> build_plan(Setting(scheme="lns", block="mlp", depth=100, width=32), blocks=[1, 4, 100]).in_scale2.tolist()
+    [1.0, 0.25, 0.01]
     """
     subs = SUBLAYER_CODES[setting.block]
-    layers = np.arange(1, setting.depth + 1)  # (L,)
+    every = np.arange(1, setting.depth + 1)  # (L,) the stack's blocks: its tables cover all of them
+    layers = every if blocks is None else _planned(blocks, setting.depth)  # (M,)
     block = np.repeat(layers, len(subs))  # (N,)
-    kind = np.tile(np.array(subs), setting.depth)
+    kind = np.tile(np.array(subs), len(layers))
+    stack = architecture.placements(setting, every)  # fields (L,): a sublayer is wired as its block
     wiring = architecture.placements(setting, block)  # fields (N,)
     raw = ~wiring.norm_input
     in_scale2 = wiring.input_scale**2
     branch2 = setting.mask_density * wiring.branch_scale**2
     alpha = setting.alpha
 
-    def factor(role: str) -> np.ndarray:  # the weight's variance factor per block (L,): it depends on the block only
-        return architecture.weight_variance_factor(setting, layers, role)
+    def factor(role: str, at: np.ndarray = layers) -> np.ndarray:  # the weight's variance factor per block (M,)
+        return architecture.weight_variance_factor(setting, at, role)
 
-    def per_sublayer(columns: list) -> np.ndarray:  # one column (L,) or scalar per sublayer of a block -> (N,)
-        out = np.empty((setting.depth, len(subs)))
+    def per_sublayer(columns: list) -> np.ndarray:  # one column (M,) or scalar per sublayer of a block -> (N,)
+        out = np.empty((len(layers), len(subs)))
         for position, column in enumerate(columns):
             out[:, position] = column
         return out.reshape(-1)  # block-major, as kind and block
@@ -159,24 +206,36 @@ def build_plan(setting: Setting) -> SublayerPlan:
     alpha_in = per_sublayer([alpha * factor(roles_in.get(code, "up")) for code in subs])
     alpha_out = per_sublayer([1.0 if code == LINEAR else alpha * factor(roles_out.get(code, "down")) for code in subs])
     alpha_qk = np.repeat(alpha**2 * factor("q") * factor("k"), len(subs))
-    q_in = np.where(raw, 1.0, in_scale2)
+    stack_raw = bool((~stack.norm_input).any())
+    stack_q_in = np.where(stack.norm_input, stack.input_scale**2, 1.0)  # (L,)
     attention = kernel = None
     if ATTENTION in subs:
-        tau2_max = _RAW_TAU2_MAX if raw.any() else min(float(np.max(alpha_qk * q_in**2)), _TAU2_TABLE_MAX)
+        stack_tau2 = alpha**2 * factor("q", every) * factor("k", every) * stack_q_in**2  # (L,)
+        tau2_max = _RAW_TAU2_MAX if stack_raw else min(float(np.max(stack_tau2)), _TAU2_TABLE_MAX)
         attention = attention_table(setting.tokens, setting.causal, setting.head_dim, tau2_max)
     if MLP in subs or MOE in subs:
-        pre = alpha * np.repeat(factor("up"), len(subs)) * q_in
-        lo, hi = (1e-8, 1e8) if raw.any() else (float(pre.min()), float(pre.max()))
+        stack_pre = alpha * factor("up", every) * stack_q_in  # (L,)
+        lo, hi = (1e-8, 1e8) if stack_raw else (float(stack_pre.min()), float(stack_pre.max()))
         kernel = kernel_table("silu" if setting.activation == "swiglu" else setting.activation, lo, hi)
-    moe = kind == MOE
     gate2 = np.ones(kind.shape)  # (N,) 1 but at MoE steps, where each router's logits are N(0, alpha f_router q_in)
-    if moe.any():
-        router = alpha * np.repeat(factor("router"), len(subs))[moe] * q_in[moe]
-        gate2[moe] = moe_gate_square_sums(setting.experts, setting.top_k, router, setting.uniform_gates)
+    if MOE in subs:  # the sums of every block's router (interpolated over the stack's range), read at the planned ones
+        router = alpha * factor("router", every) * stack_q_in  # (L,)
+        sums = moe_gate_square_sums(setting.experts, setting.top_k, router, setting.uniform_gates)  # (L,)
+        gate2[kind == MOE] = sums[layers - 1]
+    stack_additive = _additive(stack.norm_input, stack.norm_after_add, stack.stream_scale**2, setting.alignment)
     return SublayerPlan(
         kind=kind, block=block, norm_input=wiring.norm_input, in_scale2=in_scale2, norm_branch=wiring.norm_branch,
-        branch2=branch2, stream_scale2=wiring.stream_scale**2, norm_after=wiring.norm_after_add, alpha_in=alpha_in, alpha_out=alpha_out, alpha_qk=alpha_qk,
+        branch2=branch2, stream_scale2=wiring.stream_scale**2, norm_after=wiring.norm_after_add, alpha_in=alpha_in,
+        alpha_out=alpha_out, alpha_qk=alpha_qk,
         activation=setting.activation, ffn_ratio=setting.resolved_ffn_width / setting.width, width=setting.width,
         rope=setting.rope, alignment=setting.alignment, attention=attention, kernel=kernel,
-        gate2=gate2,
-        gate_overlap0=1.0 / setting.experts, shared_expert=setting.shared_expert)
+        gate2=gate2, gate_overlap0=1.0 / setting.experts, shared_expert=setting.shared_expert,
+        depth=setting.depth, additive_from=_additive_from(every, stack_additive))
+
+
+def _planned(blocks, depth: int) -> np.ndarray:
+    """``blocks`` as (M,) int64 if they are increasing, distinct and within ``1..depth``; else ValueError."""
+    planned = np.asarray(blocks, dtype=np.int64).reshape(-1)
+    if len(planned) == 0 or planned[0] < 1 or planned[-1] > depth or np.any(np.diff(planned) <= 0):
+        raise ValueError(f"blocks to plan must be increasing and distinct in 1..{depth}, got {planned.tolist()[:8]}")
+    return planned

@@ -51,7 +51,7 @@ from theory.architecture import input_moments
 from theory.meanfield.blas_threads import one_blas_thread
 from theory.meanfield.covariance import UNIFORM_TAU2
 from theory.meanfield.finite_width import ATTENTION_SEED, resolve_width_law
-from theory.meanfield.stack_recursion import StreamCurves, stream_recursion
+from theory.meanfield.stack_recursion import MAX_MATRIX_STEPS, StreamCurves, recursion_blocks, stream_recursion
 from theory.meanfield.plan import ATTENTION, LINEAR, MLP, MOE, SUBLAYER_CODES, SublayerPlan, build_plan
 from theory.setting import Setting
 from theory.symbolic.iterations import iterate_p1_lemma_3_2, iterate_p1_lns
@@ -137,17 +137,16 @@ def _uniform_attention(setting: Setting, plan: SublayerPlan) -> bool:
     return bool(plan.norm_input[attn].all() and tau2.max() <= UNIFORM_TAU2)
 
 
-def _matrix_blocks(setting: Setting, curves: StreamCurves) -> np.ndarray:
-    """(L,) bool: blocks computed by the T x T recursion (before the switch to the pair recursion)."""
-    return np.arange(1, setting.depth + 1) <= (setting.depth if curves.mode == "stride" else curves.matrix_blocks)
+def _matrix_blocks(plan: SublayerPlan, curves: StreamCurves) -> np.ndarray:
+    """(M,) bool: planned blocks computed by the T x T recursion (before the switch to the pair recursion)."""
+    return plan.blocks <= (plan.depth if curves.mode == "stride" else curves.matrix_blocks)
 
 
 def _var_exact(setting: Setting, plan: SublayerPlan, curves: StreamCurves) -> np.ndarray:
-    """Per block: is the ``var`` law exact (module docstring)? (L,) bool."""
-    last = np.arange(setting.depth) * len(SUBLAYER_CODES[setting.block]) + len(SUBLAYER_CODES[setting.block]) - 1
-    normed_after = plan.norm_after[last]
+    """Per planned block: is the ``var`` law exact (module docstring)? (M,) bool."""
+    normed_after = plan.norm_after[plan.period - 1::plan.period]  # (M,) the blocks' last sublayers
     uniform = _uniform_attention(setting, plan) and setting.scheme not in ("mix", "none")
-    attention_free = setting.block in ("linear", "mlp") or (uniform & _matrix_blocks(setting, curves))
+    attention_free = setting.block in ("linear", "mlp") or (uniform & _matrix_blocks(plan, curves))
     if setting.alignment > 0:
         base = setting.block in ("linear", "mlp") and setting.scheme in ("pre", "lns", "scaled-init",
                                                                        "depth-scaled-init", "layerscale")
@@ -159,7 +158,9 @@ def _var_exact(setting: Setting, plan: SublayerPlan, curves: StreamCurves) -> np
         base = setting.block in ("linear", "mlp")
     else:
         base = attention_free & (not plan.norm_after.any())
-    return normed_after | base if setting.norm == "rmsnorm" or setting.alignment > 0 else np.full(setting.depth, base)
+    if setting.norm == "rmsnorm" or setting.alignment > 0:
+        return normed_after | base
+    return np.full(len(plan.blocks), base)
 
 
 def _branch_exact(setting: Setting, plan: SublayerPlan, idx: np.ndarray, curves: StreamCurves) -> np.ndarray:
@@ -168,7 +169,7 @@ def _branch_exact(setting: Setting, plan: SublayerPlan, idx: np.ndarray, curves:
     normed_input = plan.norm_input[idx] | plan.norm_branch[idx]
     after_norm = (plan.block[idx] >= 2) & plan.norm_after.any()  # post/deepnorm: ||x||^2 = d
     homogeneous = (kind == LINEAR) | (setting.activation == "relu")
-    in_matrix = _matrix_blocks(setting, curves)[plan.block[idx] - 1]
+    in_matrix = _matrix_blocks(plan, curves)[idx // plan.period]
     uniform = ((kind == ATTENTION) & _uniform_attention(setting, plan) & in_matrix
                & (setting.scheme not in ("mix", "none")) & ~plan.norm_branch[idx])
     return ((kind != ATTENTION) & (normed_input | after_norm | homogeneous) & (setting.alignment == 0)) | uniform
@@ -212,11 +213,16 @@ def _block_products(values: np.ndarray, per_block: int) -> np.ndarray:
     return values.reshape(-1, per_block).prod(axis=1)  # (N,) -> (L, per_block) -> (L,)
 
 
+def _planned_layers(plan: SublayerPlan) -> np.ndarray:
+    """(M + 1,) the input (layer 0) and the planned blocks."""
+    return np.concatenate([[0], plan.blocks])
+
+
 def _random_init_rows(setting: Setting, plan: SublayerPlan, curves: StreamCurves) -> list[tuple]:
-    depth, per_block = setting.depth, len(SUBLAYER_CODES[setting.block])
-    layers = np.arange(depth + 1)
+    per_block = plan.period
+    layers = _planned_layers(plan)
     v0, c0 = input_moments(setting)
-    last = np.arange(depth) * per_block + per_block - 1
+    last = np.arange(per_block - 1, plan.size, per_block)  # (M,) the blocks' last sublayers
     law = _var_law(setting)
     correction = setting.width / (setting.width - 1) if setting.norm == "layernorm" else 1.0
     var = np.concatenate([[v0], np.where(plan.norm_after[last], curves.v[last] * correction, curves.v[last])])
@@ -232,7 +238,7 @@ def _random_init_rows(setting: Setting, plan: SublayerPlan, curves: StreamCurves
     frames.append(_rows(layers[1:], "angular", law, "approx", curves.angular))
     if setting.tokens >= 2:
         token_cos = np.concatenate([[c0 / v0], curves.tcos[last]])
-        exact_cos = _uniform_attention(setting, plan) & _matrix_blocks(setting, curves) & (setting.scheme in _PRE_LIKE)
+        exact_cos = _uniform_attention(setting, plan) & _matrix_blocks(plan, curves) & (setting.scheme in _PRE_LIKE)
         frames.append(_rows(layers, "token_cos", "causal-attention", np.concatenate([[True], exact_cos]),
                             token_cos))
     gain = _block_products(1.0 + curves.jac2, per_block)  # (L,); NaN for blocks normalising the sum
@@ -254,12 +260,13 @@ def _random_init_rows(setting: Setting, plan: SublayerPlan, curves: StreamCurves
 
 def _paper_rows(setting: Setting, plan: SublayerPlan) -> list[tuple]:
     """Paper statements evaluated on this setting (only where their assumptions are met)."""
-    depth, layers = setting.depth, np.arange(setting.depth + 1)
+    layers = _planned_layers(plan)
     v0, _ = input_moments(setting)
     rho, scheme, frames = setting.mask_density, setting.scheme, []
-    if scheme in ("pre", "lns") and setting.alignment == 0:
+    if scheme in ("pre", "lns") and setting.alignment == 0:  # a recursion over every layer, read at the planned ones
+        iterate = iterate_p1_lns if scheme == "lns" else iterate_p1_lemma_3_2
         frames.append(_rows(layers, "var", "p1-lns" if scheme == "lns" else "p1-lemma-3.2", "approx",
-                            (iterate_p1_lns if scheme == "lns" else iterate_p1_lemma_3_2)(1.0, v0, depth)))
+                            iterate(1.0, v0, setting.depth)[layers]))
     if scheme == "none" and setting.alignment == 0:
         sub_gains = [setting.alpha if code == LINEAR else setting.alpha**2 if code == ATTENTION
                      else setting.resolved_ffn_width / setting.width * setting.alpha**2 / 2
@@ -280,6 +287,16 @@ def _paper_rows(setting: Setting, plan: SublayerPlan) -> list[tuple]:
     return frames
 
 
+def _plan(setting: Setting, width_law: str, layers) -> SublayerPlan:
+    """The plan :func:`predict` runs: of the blocks the recursion reads to write ``layers`` (a deep stack with a
+    stride tail, :func:`theory.meanfield.stack_recursion.recursion_blocks`), else of every block."""
+    if layers is None or setting.depth <= MAX_MATRIX_STEPS:
+        return build_plan(setting)
+    head = build_plan(setting, blocks=np.arange(1, MAX_MATRIX_STEPS + 1))  # any run's one-by-one blocks
+    blocks = recursion_blocks(head, setting.tokens, width_law, layers)
+    return build_plan(setting, blocks=blocks)
+
+
 def predict(setting: Setting, width_law: str = "auto", layers=None, law_seed: int = ATTENTION_SEED) -> pd.DataFrame:
     """Per-layer predictions for ``setting``: columns ``layer, metric, law, kind, value``.
 
@@ -290,9 +307,12 @@ def predict(setting: Setting, width_law: str = "auto", layers=None, law_seed: in
     ``width_law``: ``mean-field``, ``finite-width`` or ``auto``
     (:func:`theory.meanfield.finite_width.resolve_width_law`; an unknown value, or ``finite-width`` below
     ``d = 8``, raises :class:`theory.constraints.ConstraintError`). ``layers``: the layers to keep (integers in
-    ``0..depth``; default all): the same rows as the whole table's at those layers, without building the others
-    (at depth ``10^6`` the whole table has ``10^7`` rows). ``law_seed``: the seed of the finite-width law's attention
-    average (:data:`theory.meanfield.finite_width.ATTENTION_SEED`; another one measures the law's own noise,
+    ``0..depth``; default all): the whole table's rows at those layers, without building the others (at depth
+    ``10^6`` the whole table has ``10^7`` rows). A stack past ``MAX_MATRIX_STEPS`` blocks with a stride tail plans only
+    the blocks it reads (:func:`theory.meanfield.stack_recursion.recursion_blocks`); above 4096 MLP steps its rows then
+    differ from the whole table's by the static moments' spline error carried along the stack (below 1e-7 relative,
+    docs/design.md#speed-of-the-theory). ``law_seed``: the seed of the finite-width law's attention average
+    (:data:`theory.meanfield.finite_width.ATTENTION_SEED`; another one measures the law's own noise,
     docs/derivations.md#finite-width-token-covariance).
     Source: derived here (docs/derivations.md); paper rows cite their statement in ``law``.
 
@@ -307,8 +327,10 @@ def predict(setting: Setting, width_law: str = "auto", layers=None, law_seed: in
 
 def predict_with_first_non_finite(setting: Setting, width_law: str = "auto", layers=None,
                                   law_seed: int = ATTENTION_SEED) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`predict` (at ``layers``), and the first row of each curve, over all layers, whose value is not finite
-    (a blow-up; the same columns, empty when every value is finite): the rows a selection of layers may leave out.
+    """:func:`predict` (at ``layers``), and the first row of each curve whose value is not finite (a blow-up; the
+    same columns, empty when every value is finite), over every layer computed: the rows a selection of layers may
+    leave out. Every layer is computed but where a selection plans fewer blocks (:func:`predict`); there the blocks
+    between two planned ones are not, and a blow-up is found at the next planned block.
 
     >>> table, bad = predict_with_first_non_finite(Setting(preset=None, block="linear", depth=3, width=64), layers=[3])
     >>> len(table) > 0, bad.empty
@@ -317,7 +339,7 @@ def predict_with_first_non_finite(setting: Setting, width_law: str = "auto", lay
     if not isinstance(setting, Setting):
         raise TypeError(f"predict needs a Setting, got {type(setting).__name__}")
     law = resolve_width_law(width_law, setting.width, setting.tokens)
-    plan = build_plan(setting)
+    plan = _plan(setting, law, layers)
     v0, c0 = input_moments(setting)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"), one_blas_thread():  # small matrices only
         curves = stream_recursion(plan, v0, c0, setting.tokens, setting.causal, setting.head_dim, width_law=law,

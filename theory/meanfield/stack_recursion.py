@@ -17,13 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from theory.meanfield.covariance import RecursionContext, recursion_context, run_block, tangent_pass, token_cosine
-from theory.meanfield.finite_width import ATTENTION_SEED
+from theory.meanfield.finite_width import ATTENTION_SEED, attention_nodes
 from theory.meanfield.gaussian import not_a_knot_spline
 from theory.meanfield.pair_recursion import token_recursion
 from theory.meanfield.plan import SublayerPlan
 
-__all__ = ["StreamCurves", "MatrixRun", "matrix_recursion", "exact_blocks", "stride_tail", "stream_recursion", "MATRIX_BUDGET",
-           "MAX_MATRIX_STEPS", "STRIDE_START", "STRIDE_EPS"]
+__all__ = ["StreamCurves", "MatrixRun", "matrix_recursion", "exact_blocks", "stride_schedule", "stride_tail",
+           "stream_recursion", "recursion_blocks", "MATRIX_BUDGET", "MAX_MATRIX_STEPS", "STRIDE_START", "STRIDE_EPS"]
 
 MATRIX_BUDGET = 5e7  # T^2 x steps of the matrix recursion before handing over to the pair recursion
 MAX_MATRIX_STEPS = 512
@@ -33,11 +33,13 @@ STRIDE_EPS = 0.06  # relative stride of the additive tail (stride_tail; error gr
 
 @dataclass(frozen=True)
 class StreamCurves:
-    """Result of :func:`stream_recursion`: per-step arrays (N,), per-block ``angular`` (L,), how it ran.
+    """Result of :func:`stream_recursion`: per-step arrays (N,), per-block ``angular`` (M,), how it ran.
 
+    Over the plan's steps and blocks (every block, or those planned: :func:`recursion_blocks`).
     ``v, c`` mean diagonal / off-diagonal of ``K`` after each sublayer, ``tcos`` mean
     off-diagonal of ``R``, ``branch`` branch variance, ``jac2`` block-tangent ratio minus one,
-    ``e2e2`` end-to-end tangent ratio, ``cos`` mean per-token cosine before/after the sublayer.
+    ``e2e2`` end-to-end tangent ratio over the step (in a planned block after a gap: over the blocks since the
+    previous planned one), ``cos`` mean per-token cosine before/after the sublayer.
     """
 
     v: np.ndarray  # (N,)
@@ -47,7 +49,7 @@ class StreamCurves:
     jac2: np.ndarray  # (N,)
     e2e2: np.ndarray  # (N,)
     cos: np.ndarray  # (N,)
-    angular: np.ndarray  # (L,)
+    angular: np.ndarray  # (M,)
     matrix_blocks: int  # blocks run step by step
     mode: str  # "matrix", "stride" or "pairs"
 
@@ -59,11 +61,11 @@ _STEP_KEYS = ("v", "c", "tcos", "branch", "jac2", "e2e2", "cos")
 class MatrixRun:
     """Blocks run sublayer by sublayer (:func:`matrix_recursion`).
 
-    Per-step arrays (N,) (NaN after the last step run): ``v, c`` (mean diagonal / off-diagonal
+    Per-step arrays (N,) over the plan's steps (NaN after the last step run): ``v, c`` (mean diagonal / off-diagonal
     of ``K``), ``tcos`` (mean off-diagonal of ``R``), ``branch``, ``jac2`` (block tangent from
     ``I``: ``tr C_after/tr C_before - 1``), ``e2e2`` (the same ratio for the tangent carried
     from the input), ``cos`` (mean per-token cosine before/after the sublayer); ``angular``
-    (L,); the last states ``K``, ``C`` (T, T).
+    (M,) per planned block; the last states ``K``, ``C`` (T, T).
     """
 
     v: np.ndarray
@@ -79,7 +81,7 @@ class MatrixRun:
 
 
 def matrix_recursion(plan: SublayerPlan, K0: np.ndarray, blocks: int, ctx: RecursionContext) -> MatrixRun:
-    """Run blocks ``1..blocks`` sublayer by sublayer from ``K0`` (T x T).
+    """Run blocks ``1..blocks`` (all planned) sublayer by sublayer from ``K0`` (T x T).
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
@@ -88,17 +90,16 @@ def matrix_recursion(plan: SublayerPlan, K0: np.ndarray, blocks: int, ctx: Recur
     >>> run.v.tolist(), run.K.tolist()  # block 3 not run: NaN
     ([2.0, 3.0, nan], [[3.0, 0.0], [0.0, 3.0]])
     """
-    tokens, period = len(K0), ctx.period
+    tokens = len(K0)
     out = {key: np.full(plan.size, np.nan) for key in _STEP_KEYS}
-    out["angular"] = np.full(int(plan.block[-1]), np.nan)
+    out["angular"] = np.full(len(plan.blocks), np.nan)
     off = ~np.eye(tokens, dtype=bool)
     tangents = not plan.norm_after.any() and plan.alignment == 0
     K, C, eye = np.array(K0, dtype=float), np.eye(tokens), np.eye(tokens)
     for block in range(1, blocks + 1):
         K, pair, steps = run_block(plan, block, K, [eye, C] if tangents else [], ctx)
         C = pair[1] if tangents else C
-        for p, step in enumerate(steps):
-            n = (block - 1) * period + p
+        for n, step in zip(plan.steps(block), steps):
             Kn = step.K
             out["v"][n] = np.mean(np.diag(Kn))
             out["branch"][n] = step.branch
@@ -109,9 +110,9 @@ def matrix_recursion(plan: SublayerPlan, K0: np.ndarray, blocks: int, ctx: Recur
             out["c"][n] = Kn[off].mean() if tokens > 1 else 0.0
             out["tcos"][n] = token_cosine(Kn, ctx)
         cos = np.prod([step.cos_tok for step in steps], axis=0)
-        out["angular"][block - 1] = np.mean(np.arccos(np.clip(cos, -1, 1)) / np.pi)
+        out["angular"][block - 1] = np.mean(np.arccos(np.clip(cos, -1, 1)) / np.pi)  # blocks 1..block are planned
         if not np.all(np.isfinite(np.diag(K))):
-            last = block * period
+            last = plan.steps(block).stop
             out["v"][last:] = out["branch"][last:] = np.inf
             break
     return MatrixRun(**out, K=K, C=C)
@@ -129,14 +130,12 @@ def exact_blocks(plan: SublayerPlan, tokens: int) -> int:
     >>> exact_blocks(build_plan(Setting(scheme="pre", depth=1000, width=32, heads=4)), 64)  # strides from block 64
     64
     """
-    period = int(np.sum(plan.block == plan.block[0]))
-    steps = min(plan.size, MAX_MATRIX_STEPS, int(MATRIX_BUDGET / max(tokens, 1) ** 2))
+    period = plan.period
+    steps = min(plan.depth * period, MAX_MATRIX_STEPS, int(MATRIX_BUDGET / max(tokens, 1) ** 2))
     cap = max(1, steps // period)
     if plan.norm_after.any() or plan.alignment != 0:  # no tangents to stride: the pair recursion takes over
         return cap
-    other = np.flatnonzero(~plan.is_additive(np.arange(plan.size)))  # (k,) steps that are not additive
-    first_stride = max(STRIDE_START, int(plan.block[other[-1]]) if len(other) else 0)
-    return min(cap, first_stride)
+    return min(cap, max(STRIDE_START, plan.additive_from - 1))
 
 
 def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, causal: bool, head_dim: int,
@@ -156,7 +155,7 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
     over to the pair recursion :func:`theory.meanfield.pair_recursion.token_recursion` with
     ``(v, c) = (mean_t K_tt, mean_{t != t'} K_tt')`` (an approximation: token positions forgotten).
     Returns :class:`StreamCurves`: per-step arrays ``v, c, tcos, branch, jac2, e2e2, cos`` (N,),
-    per-block ``angular`` (L,), ``matrix_blocks`` (blocks run step by step) and ``mode``
+    per-block ``angular`` (M,), ``matrix_blocks`` (blocks run step by step) and ``mode``
     ("matrix", "stride" or "pairs").
 
     >>> from theory.meanfield.plan import build_plan
@@ -168,24 +167,21 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
     """
     ctx = recursion_context(plan, tokens, causal, head_dim, width_law, law_seed)
     period = ctx.period
-    L = int(plan.block[-1])
-    blocks = min(L, exact_blocks(plan, tokens) if matrix_blocks is None else max(1, matrix_blocks))
+    blocks, eps = _tail_strides(plan, tokens, matrix_blocks, eps)
     K0 = np.full((tokens, tokens), float(c0))
     np.fill_diagonal(K0, v0)
     run = matrix_recursion(plan, K0, blocks, ctx)
     out = {key: getattr(run, key) for key in _STEP_KEYS + ("angular",)}  # the run's arrays, filled on below
     stop = blocks * period
-    if stop >= plan.size or not np.isfinite(out["v"][stop - 1]):
+    if blocks >= plan.depth or not np.isfinite(out["v"][stop - 1]):
         return _curves(out, blocks, "matrix")
-    tangents = not plan.norm_after.any() and plan.alignment == 0
-    if eps is None:  # a node costs ~4 blocks: keep the strides within about MATRIX_BUDGET too (large T)
-        budget = MATRIX_BUDGET / max(tokens, 1) ** 2
-        eps = min(0.1, max(STRIDE_EPS, 4 * period * math.log(L / blocks) / budget))
-    if tangents and plan.is_additive(np.arange(stop, plan.size)).all():
+    if eps is not None:
         states, nodes = stride_tail(plan, blocks, run.K, run.C, ctx, eps)
         breaks = () if ctx.finite is None else ctx.finite.nodes[ctx.finite.nodes > blocks + 1]
         _fill_tail(plan, out, blocks, states, nodes, period, breaks)
         return _curves(out, blocks, "stride")
+    if plan.size != plan.depth * period:
+        raise ValueError(f"the pair recursion runs every block: plan all {plan.depth} blocks, not {len(plan.blocks)}")
     pairs = token_recursion(plan, float(out["v"][stop - 1]), float(out["c"][stop - 1]), start=stop)
     for key in ("v", "c", "branch", "jac2", "cos"):
         out[key][stop:] = pairs[key][stop:]
@@ -197,13 +193,79 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
     return _curves(out, blocks, "pairs")
 
 
+def _tail_strides(plan: SublayerPlan, tokens: int, matrix_blocks: int | None = None,
+                  eps: float | None = None) -> tuple[int, float | None]:
+    """``(blocks run one by one, relative stride of the tail)`` for :func:`stream_recursion`; the stride is None
+    where no stride tail follows (every block run, or a tail that is not additive: the pair recursion)."""
+    depth = plan.depth
+    blocks = min(depth, exact_blocks(plan, tokens) if matrix_blocks is None else max(1, matrix_blocks))
+    tangents = not plan.norm_after.any() and plan.alignment == 0
+    if blocks >= depth or not tangents or plan.additive_from > blocks + 1:
+        return blocks, None
+    if eps is None:  # a node costs ~4 blocks: keep the strides within about MATRIX_BUDGET too (large T)
+        budget = MATRIX_BUDGET / max(tokens, 1) ** 2
+        eps = min(0.1, max(STRIDE_EPS, 4 * plan.period * math.log(depth / blocks) / budget))
+    return blocks, eps
+
+
+def recursion_blocks(head: SublayerPlan, tokens: int, width_law: str, written) -> np.ndarray | None:
+    """The blocks :func:`stream_recursion` reads when only the blocks in ``written`` are wanted: those run one by
+    one, the stride tail's nodes (:func:`stride_schedule`), the last block and ``written`` (0, the input, is
+    dropped); None where it reads every block (no stride tail).
+
+    ``head``: a plan of the stack's first ``MAX_MATRIX_STEPS`` blocks or more (each block's wiring, ``depth`` and
+    ``additive_from``, are read there). A plan of the blocks returned gives the same numbers at ``written`` as the plan
+    of every block (``tests/theory/test_predict.py``).
+
+    >>> from theory.meanfield.plan import build_plan
+    >>> from theory.setting import Setting
+    >>> head = build_plan(Setting(scheme="pre", depth=10**6, width=32, heads=4), blocks=np.arange(1, 513))
+    >>> blocks = recursion_blocks(head, 8, "mean-field", [0, 10**6])
+    >>> blocks[:2].tolist(), int(blocks[63]), len(blocks) < 500, int(blocks[-1])
+    ([1, 2], 64, True, 1000000)
+    """
+    blocks, eps = _tail_strides(head, tokens)
+    if eps is None:
+        return None
+    landings = attention_nodes(head.depth) if width_law == "finite-width" else ()
+    run = [head.depth]
+    for b, h in stride_schedule(head.depth, blocks, eps, landings):
+        run += [b + 1, b + 1 + (h - 1) // 2]  # the stride's first block and its middle one
+    written = np.asarray(written, dtype=np.int64)
+    return np.unique(np.concatenate([np.arange(1, blocks + 1), run, written[written >= 1]]))
+
+
+def stride_schedule(depth: int, done: int, eps: float, landings=()) -> list[tuple[int, int]]:
+    """The strides of :func:`stride_tail`, ``(b, h)``: from the state after block ``b`` over ``h`` blocks.
+
+    ``h = max(1, floor(eps b))``, the last block run alone, and no stride past a block in ``landings`` (the
+    finite-width law's attention nodes, :func:`theory.meanfield.finite_width.attention_nodes`): a stride ends just
+    before one.
+
+    >>> stride_schedule(100, 40, 0.06)[:3], stride_schedule(100, 40, 0.06)[-1]
+    ([(40, 2), (42, 2), (44, 2)], (99, 1))
+    """
+    landings = [int(node) for node in landings if node > done + 1]
+    schedule, b = [], done
+    while b < depth:
+        h = min(max(1, int(eps * b)), max(1, depth - 1 - b))  # the last block is run from the exact state
+        while landings and landings[0] <= b + 1:
+            landings.pop(0)
+        if landings:  # the next attention node is run from an exact state: its correction is drawn there
+            h = min(h, landings[0] - 1 - b)
+        schedule.append((b, h))
+        b += h
+    return schedule
+
+
 def _curves(out: dict, matrix_blocks: int, mode: str) -> StreamCurves:
     return StreamCurves(**{key: out[key] for key in _STEP_KEYS + ("angular",)}, matrix_blocks=matrix_blocks, mode=mode)
 
 
 def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx: RecursionContext,
                 eps: float = STRIDE_EPS):
-    """Blocks ``done+1..L`` of an additive plan by geometric strides ``h = max(1, floor(eps b))`` blocks.
+    """Blocks ``done+1..L`` of an additive plan by geometric strides ``h = max(1, floor(eps b))`` blocks
+    (:func:`stride_schedule`; the plan holds at least the blocks :func:`recursion_blocks` names).
 
     Derived here (numerics, docs/derivations.md#stride-tail).
     For additive steps ``K_{b+1} = K_b + F_b(K_b)`` with ``F`` slowly
@@ -228,7 +290,6 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
     >>> [(b, round(v, 9)) for b, v, _, _ in states[:3]], states[-1][:2]  # strides of max(1, 0.06 b) blocks
     ([(40, 41.0), (42, 43.0), (44, 45.0)], (100, 101.0))
     """
-    L = int(plan.block[-1])
     tokens = len(K)
 
     def state_row(b, K, C):
@@ -240,15 +301,9 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
         return (b, [st.branch for st in steps], jac2, float(np.mean(np.arccos(np.clip(cos, -1, 1)) / np.pi)))
 
     states, blocks = [state_row(done, K, C)], []
-    b = done
+    end = done
     eye = np.eye(tokens)
-    landings = [] if ctx.finite is None else [int(node) for node in ctx.finite.nodes if node > done + 1]
-    while b < L:
-        h = min(max(1, int(eps * b)), max(1, L - 1 - b))  # the last block is run from the exact state
-        while landings and landings[0] <= b + 1:
-            landings.pop(0)
-        if landings:  # the next attention node is run from an exact state: its correction is drawn there
-            h = min(h, landings[0] - 1 - b)
+    for b, h in stride_schedule(plan.depth, done, eps, () if ctx.finite is None else ctx.finite.nodes):
         K1, (_, C1), steps = run_block(plan, b + 1, K, [eye, C], ctx)
         blocks.append(block_row(b + 1, steps))
         if h == 1:
@@ -262,12 +317,12 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
             T3C = tangent_pass(plan, mid, mid_steps, T2C, ctx) - T2C
             K = K + h * (K2 - K_mid)
             C = C + h * TC + h * (h - 1) / 2 * T2C + h * (h - 1) * (h - 2) / 6 * T3C
-        b += h
+        end = b + h
         if not np.all(np.isfinite(np.diag(K))):
             break
-        states.append(state_row(b, K, C))
-    if blocks[-1][0] < b and np.all(np.isfinite(np.diag(K))):  # last block from the final state (O(1/L))
-        blocks.append(block_row(b, run_block(plan, b, K, [eye], ctx)[2]))
+        states.append(state_row(end, K, C))
+    if blocks[-1][0] < end and np.all(np.isfinite(np.diag(K))):  # last block from the final state (O(1/L))
+        blocks.append(block_row(end, run_block(plan, end, K, [eye], ctx)[2]))
     return states, blocks
 
 
@@ -277,17 +332,17 @@ def _fill_tail(plan: SublayerPlan, out: dict, start_block: int, states: list, bl
     (:func:`_spline`): variances, gains and angles in ``log`` (a power law in ``b`` is a line), ``token_cos``
     and the tangent ratios as they are. The per-block outputs jump at ``breaks`` (the blocks where the finite-width
     law draws a new attention correction): their splines run between breaks, each on its own nodes."""
-    L = int(plan.block[-1])
-    blocks_after = np.arange(start_block + 1, L + 1)  # (L - start_block,)
+    planned = plan.blocks
+    blocks_after = planned[start_block:]  # (M - start_block,) blocks 1..start_block are all planned
     log_b = np.log(blocks_after.astype(float))
     sb, sv, stc, se = (np.array(col, dtype=float) for col in zip(*states))  # (nodes,) each
     sb = np.log(sb)
     node_blocks = np.array([row[0] for row in blocks])  # (nodes,)
-    edges = np.concatenate([[start_block + 1], np.asarray(breaks, dtype=np.int64), [L + 1]])  # segment [a, b) each
+    edges = np.concatenate([[start_block + 1], np.asarray(breaks, dtype=np.int64), [plan.depth + 1]])  # [a, b) each
     block_cuts = np.searchsorted(blocks_after, edges)  # blocks and nodes are sorted: each segment is a slice
     node_cuts = np.searchsorted(node_blocks, edges)
 
-    def per_block(values: np.ndarray, log: bool = False) -> np.ndarray:  # (nodes,) -> (L - start_block,)
+    def per_block(values: np.ndarray, log: bool = False) -> np.ndarray:  # (nodes,) -> (M - start_block,)
         fitted = np.full(len(log_b), np.nan)  # NaN where no node was run (the strides stopped at a blow-up)
         for k in range(len(edges) - 1):
             at, nodes = slice(block_cuts[k], block_cuts[k + 1]), slice(node_cuts[k], node_cuts[k + 1])
