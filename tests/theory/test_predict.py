@@ -177,10 +177,12 @@ def _rows_at(whole, chosen, layers):
     (Setting(scheme="pre", block="mlp", activation="gelu", depth=2000, width=64, tokens=4), [0, 700, 1999]),
     (Setting(scheme="mix", depth=1000, width=32, tokens=4), [0, 600, 1000])])  # pairs tail: every block planned
 def test_layers_are_the_rows_of_the_whole_table(setting, layers):
+    """The same numbers to rounding carried along the stack: numpy's vectorised exp and log may round a value one
+    ulp apart in arrays of other lengths (a plan of some blocks evaluates its moments and splines at fewer points)."""
     whole = predict(setting)
     chosen = predict(setting, layers=layers)
     expected = _rows_at(whole, chosen, layers)
-    np.testing.assert_array_equal(chosen.value.to_numpy(), expected.value.to_numpy())
+    np.testing.assert_allclose(chosen.value.to_numpy(), expected.value.to_numpy(), rtol=1e-10, atol=0)
 
 
 def test_planned_layers_differ_only_by_the_moment_spline():

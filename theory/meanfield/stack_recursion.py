@@ -238,21 +238,26 @@ def recursion_blocks(head: SublayerPlan, tokens: int, width_law: str, written) -
 def stride_schedule(depth: int, done: int, eps: float, landings=()) -> list[tuple[int, int]]:
     """The strides of :func:`stride_tail`, ``(b, h)``: from the state after block ``b`` over ``h`` blocks.
 
-    ``h = max(1, floor(eps b))``, the last block run alone, and no stride past a block in ``landings`` (the
-    finite-width law's attention nodes, :func:`theory.meanfield.finite_width.attention_nodes`): a stride ends just
-    before one.
+    ``h`` is the odd number at or just above ``max(1, floor(eps b))`` (the middle block ``b + 1 + (h - 1)/2``
+    is then the stride's centre, docs/derivations.md#stride-tail), the last block runs alone, and no stride passes a
+    block in ``landings`` (the finite-width law's attention nodes,
+    :func:`theory.meanfield.finite_width.attention_nodes`): a stride ends just before one, shortened to an odd length.
 
     >>> stride_schedule(100, 40, 0.06)[:3], stride_schedule(100, 40, 0.06)[-1]
-    ([(40, 2), (42, 2), (44, 2)], (99, 1))
+    ([(40, 3), (43, 3), (46, 3)], (99, 1))
+    >>> stride_schedule(20, 10, 0.5, landings=[16])  # block 16 runs from the exact state after block 15
+    [(10, 5), (15, 3), (18, 1), (19, 1)]
     """
     landings = [int(node) for node in landings if node > done + 1]
     schedule, b = [], done
     while b < depth:
-        h = min(max(1, int(eps * b)), max(1, depth - 1 - b))  # the last block is run from the exact state
         while landings and landings[0] <= b + 1:
             landings.pop(0)
+        most = max(1, depth - 1 - b)  # the last block is run from the exact state
         if landings:  # the next attention node is run from an exact state: its correction is drawn there
-            h = min(h, landings[0] - 1 - b)
+            most = min(most, landings[0] - 1 - b)
+        h = min(max(1, int(eps * b)) | 1, most)  # odd: the middle block is the stride's centre
+        h -= 1 - h % 2
         schedule.append((b, h))
         b += h
     return schedule
@@ -264,22 +269,21 @@ def _curves(out: dict, matrix_blocks: int, mode: str) -> StreamCurves:
 
 def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx: RecursionContext,
                 eps: float = STRIDE_EPS):
-    """Blocks ``done+1..L`` of an additive plan by geometric strides ``h = max(1, floor(eps b))`` blocks
+    """Blocks ``done+1..L`` of an additive plan by geometric strides of about ``eps b`` blocks, odd
     (:func:`stride_schedule`; the plan holds at least the blocks :func:`recursion_blocks` names).
 
     Derived here (numerics, docs/derivations.md#stride-tail).
     For additive steps ``K_{b+1} = K_b + F_b(K_b)`` with ``F`` slowly
     varying once ``b`` is large; a stride uses the explicit midpoint rule,
     ``K_{b+h} = K_b + h F_{b_mid}(K_b + (h - 1) F_b(K_b)/2)`` (the sum over blocks ``b+1..b+h`` is
-    centred on ``b + 1 + (h - 1)/2``), and the block tangent map ``C -> C + T C`` at the
+    centred on ``b_mid = b + 1 + (h - 1)/2``, a block since ``h`` is odd), and the block tangent map ``C -> C + T C`` at the
     same midpoint: ``C_{b+h} = C + h T C + h (h - 1)/2 T^2 C + h (h-1) (h-2)/6 T^3 C`` (binomial
     expansion of ``(I + T)^h`` to third order). Per-block outputs are evaluated at the nodes (from the state before the
     block); :func:`_fill_tail` interpolates between them. Under the finite-width law a stride ends just before each
     attention node (:func:`theory.meanfield.finite_width.attention_nodes`), so that the node's correction is drawn
     from an exact state, as in the full loop. Error against the full loop (llama presets, T = 8 and 64, four inits,
-    both width laws, strides from block 64 on, depth 800) at ``eps = 0.06``: at most 7.5e-4 relative
-    (tested with tolerance 1.5e-3); it grows like ``eps^2`` (the end-to-end gain: 1.5e-4, 7.7e-4, 2.2e-3 at
-    ``eps`` = 0.03, 0.06, 0.1).
+    both width laws, strides from block 64 on, depth 800) at ``eps = 0.06``: at most 8.0e-4 relative, on the
+    end-to-end gain of a small input (tested with tolerance 1.5e-3); it grows like ``eps^2``.
     Returns node lists: ``states`` of ``(b, v, tcos, tr C/T)`` (state after block ``b``) and
     ``blocks`` of ``(b, branch (P,), jac2 (P,), angular)`` of block ``b``.
 
@@ -287,8 +291,8 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
     >>> from theory.setting import Setting
     >>> plan = build_plan(Setting(scheme="pre", block="linear", depth=100, width=16, tokens=2))
     >>> states, blocks = stride_tail(plan, 40, 41 * np.eye(2), np.eye(2), recursion_context(plan, 2, True, 4))
-    >>> [(b, round(v, 9)) for b, v, _, _ in states[:3]], states[-1][:2]  # strides of max(1, 0.06 b) blocks
-    ([(40, 41.0), (42, 43.0), (44, 45.0)], (100, 101.0))
+    >>> [(b, round(v, 9)) for b, v, _, _ in states[:3]], states[-1][:2]  # odd strides of about 0.06 b blocks
+    ([(40, 41.0), (43, 44.0), (46, 47.0)], (100, 101.0))
     """
     tokens = len(K)
 
