@@ -108,8 +108,9 @@ def test_causal_attention_with_correlated_tokens_monte_carlo():
 @pytest.mark.parametrize("kw", [dict(scheme="pre"), dict(scheme="lns", init_std=None),
                                 dict(scheme="pre", input_std=0.02)])
 def test_stride_tail_matches_full_loop(kw, width_law):
-    """Geometric strides after the step-by-step blocks: within 1.5e-3 of running every block (measured at most 7.5e-4,
-    docs/derivations.md#stride-tail), the finite-width law's jumps at its attention nodes included."""
+    """Geometric strides after the step-by-step blocks: within 5e-4 of running every block (measured at most 1.9e-4
+    here, 2.3e-4 at depth 800, docs/derivations.md#stride-tail), the finite-width law's jumps at its attention nodes
+    included."""
     setting = Setting.preset("llama", depth=400, width=64, heads=4, tokens=8, **kw)
     plan = build_plan(setting)
     args = (plan, *input_moments(setting), 8, True, setting.head_dim)
@@ -117,9 +118,9 @@ def test_stride_tail_matches_full_loop(kw, width_law):
     fast = stream_recursion(*args, matrix_blocks=40, width_law=width_law)
     assert full.mode == "matrix" and fast.mode == "stride"
     for key in ("v", "branch", "tcos", "jac2"):
-        np.testing.assert_allclose(getattr(fast, key), getattr(full, key), rtol=1.5e-3, err_msg=key)
-    np.testing.assert_allclose(fast.angular, full.angular, rtol=1.5e-3, err_msg="angular")
-    np.testing.assert_allclose(np.cumprod(fast.e2e2)[1::2], np.cumprod(full.e2e2)[1::2], rtol=1.5e-3,
+        np.testing.assert_allclose(getattr(fast, key), getattr(full, key), rtol=5e-4, err_msg=key)
+    np.testing.assert_allclose(fast.angular, full.angular, rtol=5e-4, err_msg="angular")
+    np.testing.assert_allclose(np.cumprod(fast.e2e2)[1::2], np.cumprod(full.e2e2)[1::2], rtol=5e-4,
                                err_msg="e2e2")  # blocks
 
 

@@ -11,7 +11,6 @@ pair recursion :func:`theory.meanfield.pair_recursion.token_recursion`. The resu
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +27,7 @@ __all__ = ["StreamCurves", "MatrixRun", "matrix_recursion", "exact_blocks", "str
 MATRIX_BUDGET = 5e7  # T^2 x steps of the matrix recursion before handing over to the pair recursion
 MAX_MATRIX_STEPS = 512
 STRIDE_START = 64  # blocks run one by one before an additive plan's strides (docs/derivations.md#stride-tail)
-STRIDE_EPS = 0.06  # relative stride of the additive tail (stride_tail; error grows like eps^2)
+STRIDE_EPS = 0.1  # relative stride of the additive tail (stride_tail; docs/derivations.md#stride-tail)
 
 
 @dataclass(frozen=True)
@@ -148,7 +147,7 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
     recursion that takes over the tails of non-additive plans is mean-field.
 
     The first :func:`exact_blocks` blocks run one by one (:func:`matrix_recursion`). After that
-    (relative stride ``eps``: :data:`STRIDE_EPS`, larger up to 0.1 when ``T^2`` is large; from block :data:`STRIDE_START`
+    (relative stride ``eps``, :data:`STRIDE_EPS` by default; from block :data:`STRIDE_START`
     on when the rest is additive),
     an additive plan (norm on every input, no norm after the sum, no alignment: Pre-LN, LNS,
     scaled inits, LayerScale, sandwich) continues with :func:`stride_tail`; other plans hand
@@ -202,10 +201,7 @@ def _tail_strides(plan: SublayerPlan, tokens: int, matrix_blocks: int | None = N
     tangents = not plan.norm_after.any() and plan.alignment == 0
     if blocks >= depth or not tangents or plan.additive_from > blocks + 1:
         return blocks, None
-    if eps is None:  # a node costs ~4 blocks: keep the strides within about MATRIX_BUDGET too (large T)
-        budget = MATRIX_BUDGET / max(tokens, 1) ** 2
-        eps = min(0.1, max(STRIDE_EPS, 4 * plan.period * math.log(depth / blocks) / budget))
-    return blocks, eps
+    return blocks, STRIDE_EPS if eps is None else eps
 
 
 def recursion_blocks(head: SublayerPlan, tokens: int, width_law: str, written) -> np.ndarray | None:
@@ -230,7 +226,7 @@ def recursion_blocks(head: SublayerPlan, tokens: int, width_law: str, written) -
     landings = attention_nodes(head.depth) if width_law == "finite-width" else ()
     run = [head.depth]
     for b, h in stride_schedule(head.depth, blocks, eps, landings):
-        run += [b + 1, b + 1 + (h - 1) // 2]  # the stride's first block and its middle one
+        run += [b + 1, b + 1 + (h - 1) // 2, b + h]  # the stride's first, middle and last blocks
     written = np.asarray(written, dtype=np.int64)
     return np.unique(np.concatenate([np.arange(1, blocks + 1), run, written[written >= 1]]))
 
@@ -273,26 +269,25 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
     (:func:`stride_schedule`; the plan holds at least the blocks :func:`recursion_blocks` names).
 
     Derived here (numerics, docs/derivations.md#stride-tail).
-    For additive steps ``K_{b+1} = K_b + F_b(K_b)`` with ``F`` slowly
-    varying once ``b`` is large; a stride uses the explicit midpoint rule,
-    ``K_{b+h} = K_b + h F_{b_mid}(K_b + (h - 1) F_b(K_b)/2)`` (the sum over blocks ``b+1..b+h`` is
-    centred on ``b_mid = b + 1 + (h - 1)/2``, a block since ``h`` is odd), and the block tangent map ``C -> C + T C`` at the
-    same midpoint: ``C_{b+h} = C + h T C + h (h - 1)/2 T^2 C + h (h-1) (h-2)/6 T^3 C`` (binomial
-    expansion of ``(I + T)^h`` to third order). Per-block outputs are evaluated at the nodes (from the state before the
-    block); :func:`_fill_tail` interpolates between them. Under the finite-width law a stride ends just before each
-    attention node (:func:`theory.meanfield.finite_width.attention_nodes`), so that the node's correction is drawn
-    from an exact state, as in the full loop. Error against the full loop (llama presets, T = 8 and 64, four inits,
-    both width laws, strides from block 64 on, depth 800) at ``eps = 0.06``: at most 8.0e-4 relative, on the
-    end-to-end gain of a small input (tested with tolerance 1.5e-3); it grows like ``eps^2``.
+    For additive steps ``K_{b+1} = K_b + F_b(K_b)`` with ``F`` slowly varying once ``b`` is large, a stride of
+    ``h = 2c + 1`` blocks sums the increments of its first, middle and last blocks as a quadratic (the midpoint rule
+    ``K_b + h F_mid`` with its curvature term), and carries the tangent ``C`` through ``(I + T_mid)^h`` (binomial
+    expansion to third order) with the same curvature term (:func:`_stride`). Per-block outputs are evaluated at
+    the strides' first blocks (from the state before the block); :func:`_fill_tail` interpolates between them.
+    Under the finite-width law a stride ends just before each attention node
+    (:func:`theory.meanfield.finite_width.attention_nodes`), so that the node's correction is drawn from an exact
+    state, as in the full loop. Error against the full loop (llama presets, T = 8 and 64, four inits, both width
+    laws, strides from block 64 on, depth 800) at ``eps = 0.1``: at most 2.3e-4 relative, on the end-to-end gain
+    of a small input (tested with tolerance 5e-4).
     Returns node lists: ``states`` of ``(b, v, tcos, tr C/T)`` (state after block ``b``) and
     ``blocks`` of ``(b, branch (P,), jac2 (P,), angular)`` of block ``b``.
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
     >>> plan = build_plan(Setting(scheme="pre", block="linear", depth=100, width=16, tokens=2))
-    >>> states, blocks = stride_tail(plan, 40, 41 * np.eye(2), np.eye(2), recursion_context(plan, 2, True, 4))
-    >>> [(b, round(v, 9)) for b, v, _, _ in states[:3]], states[-1][:2]  # odd strides of about 0.06 b blocks
-    ([(40, 41.0), (43, 44.0), (46, 47.0)], (100, 101.0))
+    >>> states, blocks = stride_tail(plan, 40, 41 * np.eye(2), np.eye(2), recursion_context(plan, 2, True, 4), 0.1)
+    >>> [(b, round(v, 9)) for b, v, _, _ in states[:3]], states[-1][:2]  # odd strides of about 0.1 b blocks
+    ([(40, 41.0), (45, 46.0), (50, 51.0)], (100, 101.0))
     """
     tokens = len(K)
 
@@ -313,14 +308,7 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
         if h == 1:
             K, C = K1, C1
         else:
-            mid = b + 1 + (h - 1) // 2
-            K_mid = K + 0.5 * (h - 1) * (K1 - K)  # state before block b + 1 + (h - 1)/2, the middle of the h blocks
-            K2, (BC,), mid_steps = run_block(plan, mid, K_mid, [C], ctx)
-            TC = BC - C
-            T2C = tangent_pass(plan, mid, mid_steps, TC, ctx) - TC
-            T3C = tangent_pass(plan, mid, mid_steps, T2C, ctx) - T2C
-            K = K + h * (K2 - K_mid)
-            C = C + h * TC + h * (h - 1) / 2 * T2C + h * (h - 1) * (h - 2) / 6 * T3C
+            K, C = _stride(plan, b, h, K, C, K1, C1, ctx)
         end = b + h
         if not np.all(np.isfinite(np.diag(K))):
             break
@@ -328,6 +316,34 @@ def stride_tail(plan: SublayerPlan, done: int, K: np.ndarray, C: np.ndarray, ctx
     if blocks[-1][0] < end and np.all(np.isfinite(np.diag(K))):  # last block from the final state (O(1/L))
         blocks.append(block_row(end, run_block(plan, end, K, [eye], ctx)[2]))
     return states, blocks
+
+
+def _stride(plan: SublayerPlan, b: int, h: int, K: np.ndarray, C: np.ndarray, K1: np.ndarray, C1: np.ndarray,
+            ctx: RecursionContext) -> tuple[np.ndarray, np.ndarray]:
+    """The state ``K`` and tangent ``C`` (T, T) after blocks ``b+1..b+h`` (``h >= 3``, odd) from those after block
+    ``b``, given the first block's ``K1, C1`` (run from the exact state).
+
+    The increments along the stride, ``F_j = F_{b+1+k}`` at ``k = 0, c, 2c`` (``c = (h - 1)/2``: the first, middle
+    and last blocks; the last two from predicted states), fit a quadratic in ``k`` whose sum over ``k = 0..h-1`` is
+    ``h F_mid + S (F_first + F_last - 2 F_mid)/(2 c^2)``, ``S = sum (k - c)^2 = (h^3 - h)/12``; the tangent maps
+    ``T_k`` likewise: to first order in their curvature the product ``prod (I + T_k)`` is
+    ``(I + T_mid)^h + S (T_first + T_last - 2 T_mid)/(2 c^2)`` (the commutator of their drift is negligible).
+    docs/derivations.md#stride-tail.
+    """
+    c = (h - 1) // 2
+    first = K1 - K
+    K_mid = K + c * first  # the state before the middle block b + 1 + c
+    K2, (BC,), mid_steps = run_block(plan, b + 1 + c, K_mid, [C], ctx)
+    middle = K2 - K_mid
+    K_last = K + 2 * c * middle  # the state before the last block b + h
+    K3, (LC,), _ = run_block(plan, b + h, K_last, [C], ctx)
+    spread = (h**3 - h) / 12 / (2 * c**2)
+    K_next = K + h * middle + spread * (first + (K3 - K_last) - 2 * middle)
+    TC = BC - C
+    T2C = tangent_pass(plan, b + 1 + c, mid_steps, TC, ctx) - TC
+    T3C = tangent_pass(plan, b + 1 + c, mid_steps, T2C, ctx) - T2C
+    power = C + h * TC + h * (h - 1) / 2 * T2C + h * (h - 1) * (h - 2) / 6 * T3C  # (I + T_mid)^h C, third order
+    return K_next, power + spread * ((C1 - C) + (LC - C) - 2 * TC)
 
 
 def _fill_tail(plan: SublayerPlan, out: dict, start_block: int, states: list, blocks: list, period: int,
