@@ -200,9 +200,8 @@ def _write_reports(studies, out, command: str) -> dict:
     laws = judge_variance_laws(studies, out)
     if laws is not None:
         print(f"variance laws, their extrapolation test and the papers' sizes -> {write_extrapolation(laws, out)}")
-        table = laws.frame()
-        if len(table):  # (as read back: no table where no scheme was fitted)
-            judgements[laws.depth_study] = dataclasses.replace(judgements[laws.depth_study], variance_laws=table)
+        if len(laws.frame):  # (as read back: no table where no scheme was fitted)
+            judgements[laws.depth_study] = dataclasses.replace(judgements[laws.depth_study], variance_laws=laws.frame)
     from simulate.study.judge.preregistration import write_judgements
 
     judged = write_judgements(studies, out)

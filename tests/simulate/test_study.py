@@ -179,7 +179,7 @@ def test_a_study_whose_laws_cannot_be_fitted_holds_no_law_table(tiny_study):
     study, out, _ = tiny_study
     laws = judge_variance_laws([study], out)
     assert [law.law for law in laws.laws] == [*LAWS] * 2 and all(law.test is None for law in laws.laws), laws
-    assert laws.frame().empty and read_study(out, "tiny").variance_laws is None
+    assert laws.frame.empty and read_study(out, "tiny").variance_laws is None
     assert extrapolation_markdown(laws).count("No law: ") == 2 * len(LAWS)
 
 

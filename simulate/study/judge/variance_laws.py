@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -149,10 +150,11 @@ class VarianceLaws:
     def schemes(self) -> list[str]:
         return sorted({law.scheme for law in self.laws} | {law.scheme for law in self.across_depth})
 
+    @cached_property
     def frame(self) -> pd.DataFrame:
         """One row per scheme, law and quantity (:data:`LAW_COLUMNS`; kinds in docs/formats.md; ``study`` the depth
         study whose recipe the laws share): what ``extrapolation.csv`` holds, and its study's judgement
-        (``variance_laws``)."""
+        (``variance_laws``). Built once (the writer and the judgement read the same table)."""
         rows = []
         for scheme in self.schemes():
             for law in (law for law in self.laws if law.scheme == scheme):

@@ -1,7 +1,7 @@
 """``DIR/extrapolation.md`` and ``DIR/extrapolation.csv``: the variance laws of a set of studies
 (:class:`simulate.study.judge.variance_laws.VarianceLaws`), formatted.
 
-``extrapolation.csv`` is :meth:`~simulate.study.judge.variance_laws.VarianceLaws.frame`: one row per scheme, law
+``extrapolation.csv`` is :attr:`~simulate.study.judge.variance_laws.VarianceLaws.frame`: one row per scheme, law
 (``bridge``, ``growth``, ``increment`` or ``across depth``) and quantity (columns ``scheme, law, kind, name, value,
 low, high, detail, study``; kinds ``alpha``, ``beta`` (bridge), ``theta`` (growth), ``psi`` (increment) and
 ``gamma`` for the coefficients, ``test`` for the held-out models' errors, ``fit`` for the same on the fitted models of the
@@ -134,6 +134,6 @@ def extrapolation_markdown(laws: VarianceLaws) -> str:
 def write_extrapolation(laws: VarianceLaws, out) -> Path:
     """``extrapolation.csv`` and ``extrapolation.md`` of ``laws`` in ``out``, each whole; the Markdown's path."""
     out = Path(out)
-    table = laws.frame()
+    table = laws.frame
     atomic_write(out / "extrapolation.csv", lambda temp: table.to_csv(temp, index=False))
     return write_text_atomic(out / "extrapolation.md", extrapolation_markdown(laws))
