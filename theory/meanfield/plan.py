@@ -188,7 +188,6 @@ def build_plan(setting: Setting, blocks=None) -> SublayerPlan:
     kind = np.tile(np.array(subs), len(layers))
     stack = architecture.placements(setting, every)  # fields (L,): a sublayer is wired as its block
     wiring = architecture.placements(setting, block)  # fields (N,)
-    raw = ~wiring.norm_input
     in_scale2 = wiring.input_scale**2
     branch2 = setting.mask_density * wiring.branch_scale**2
     alpha = setting.alpha
@@ -206,16 +205,16 @@ def build_plan(setting: Setting, blocks=None) -> SublayerPlan:
     alpha_in = per_sublayer([alpha * factor(roles_in.get(code, "up")) for code in subs])
     alpha_out = per_sublayer([1.0 if code == LINEAR else alpha * factor(roles_out.get(code, "down")) for code in subs])
     alpha_qk = np.repeat(alpha**2 * factor("q") * factor("k"), len(subs))
-    stack_raw = bool((~stack.norm_input).any())
+    raw = bool((~stack.norm_input).any())  # some block reads the stream itself
     stack_q_in = np.where(stack.norm_input, stack.input_scale**2, 1.0)  # (L,)
     attention = kernel = None
     if ATTENTION in subs:
         stack_tau2 = alpha**2 * factor("q", every) * factor("k", every) * stack_q_in**2  # (L,)
-        tau2_max = _RAW_TAU2_MAX if stack_raw else min(float(np.max(stack_tau2)), _TAU2_TABLE_MAX)
+        tau2_max = _RAW_TAU2_MAX if raw else min(float(np.max(stack_tau2)), _TAU2_TABLE_MAX)
         attention = attention_table(setting.tokens, setting.causal, setting.head_dim, tau2_max)
     if MLP in subs or MOE in subs:
         stack_pre = alpha * factor("up", every) * stack_q_in  # (L,)
-        lo, hi = (1e-8, 1e8) if stack_raw else (float(stack_pre.min()), float(stack_pre.max()))
+        lo, hi = (1e-8, 1e8) if raw else (float(stack_pre.min()), float(stack_pre.max()))
         kernel = kernel_table("silu" if setting.activation == "swiglu" else setting.activation, lo, hi)
     gate2 = np.ones(kind.shape)  # (N,) 1 but at MoE steps, where each router's logits are N(0, alpha f_router q_in)
     if MOE in subs:  # the sums of every block's router (interpolated over the stack's range), read at the planned ones

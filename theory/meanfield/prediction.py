@@ -210,7 +210,7 @@ def _table(groups: list[tuple], keep: np.ndarray | None = None) -> pd.DataFrame:
 
 
 def _block_products(values: np.ndarray, per_block: int) -> np.ndarray:
-    return values.reshape(-1, per_block).prod(axis=1)  # (N,) -> (L, per_block) -> (L,)
+    return values.reshape(-1, per_block).prod(axis=1)  # (N,) -> (M, per_block) -> (M,)
 
 
 def _planned_layers(plan: SublayerPlan) -> np.ndarray:
@@ -241,7 +241,7 @@ def _random_init_rows(setting: Setting, plan: SublayerPlan, curves: StreamCurves
         exact_cos = _uniform_attention(setting, plan) & _matrix_blocks(plan, curves) & (setting.scheme in _PRE_LIKE)
         frames.append(_rows(layers, "token_cos", "causal-attention", np.concatenate([[True], exact_cos]),
                             token_cos))
-    gain = _block_products(1.0 + curves.jac2, per_block)  # (L,); NaN for blocks normalising the sum
+    gain = _block_products(1.0 + curves.jac2, per_block)  # (M,); NaN for blocks normalising the sum
     finite = np.isfinite(gain)
     if setting.alignment == 0 and finite.any():
         frames.append(_rows(layers[1:][finite], "jac_dev", "jacobian-init", "approx", np.sqrt(gain[finite] - 1.0)))

@@ -206,12 +206,12 @@ def _tail_strides(plan: SublayerPlan, tokens: int, matrix_blocks: int | None = N
 
 def recursion_blocks(head: SublayerPlan, tokens: int, width_law: str, written) -> np.ndarray | None:
     """The blocks :func:`stream_recursion` reads when only the blocks in ``written`` are wanted: those run one by
-    one, the stride tail's nodes (:func:`stride_schedule`), the last block and ``written`` (0, the input, is
-    dropped); None where it reads every block (no stride tail).
+    one, each stride's first, middle and last blocks (:func:`stride_schedule`), the stack's last block and
+    ``written`` (0, the input, is dropped); None where it reads every block (no stride tail).
 
-    ``head``: a plan of the stack's first ``MAX_MATRIX_STEPS`` blocks or more (each block's wiring, ``depth`` and
-    ``additive_from``, are read there). A plan of the blocks returned gives the same numbers at ``written`` as the plan
-    of every block (``tests/theory/test_predict.py``).
+    ``head``: a plan of the stack's first ``MAX_MATRIX_STEPS`` blocks or more (their wiring, ``depth`` and
+    ``additive_from`` are read there). A plan of the blocks returned gives the numbers of the plan of every block at
+    ``written``, to rounding (``tests/theory/test_predict.py``).
 
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
