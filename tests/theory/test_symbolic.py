@@ -264,3 +264,25 @@ def test_causal_attention_is_h_t_above_p2_theorem_4():
     ratio = rc.causal_uniform_attention_factor() / (1 / T)
     assert ratio == sp.harmonic(T)
     assert math.isclose(float(ratio.subs(T, 64)), sum(1 / i for i in range(1, 65)), rel_tol=1e-12)
+
+
+def test_stride_quadrature_sums_a_quadratic_exactly():
+    """docs/derivations.md#stride-tail: with ``h = 2c + 1``, the quadratic through ``g(0), g(c), g(2c)`` sums over
+    ``k = 0..h-1`` to ``h g(c) + S (g(0) + g(2c) - 2 g(c))/(2 c^2)``, ``S = sum (k - c)^2 = (h^3 - h)/12``; and the
+    product of ``1 + x_k`` (commuting) is, to first order in the curvature, ``(1 + x_c)^h`` plus ``S`` times the
+    half-curvature times ``(1 + x_c)^(h - 1)`` (the stride keeps that term's lowest order in ``x``)."""
+    cc, kk, g0, g1, g2, x0, x1, x2 = sp.symbols("c k g0 g1 g2 x0 x1 x2")
+    h = 2 * cc + 1
+    quadratic = g1 + (kk - cc) * (g2 - g0) / (2 * cc) + (kk - cc) ** 2 * (g0 + g2 - 2 * g1) / (2 * cc**2)
+    assert sp.simplify(quadratic.subs(kk, 0) - g0) == 0 and sp.simplify(quadratic.subs(kk, 2 * cc) - g2) == 0
+    spread = sp.summation((kk - cc) ** 2, (kk, 0, 2 * cc))
+    assert sp.simplify(spread - (h**3 - h) / 12) == 0
+    total = sp.summation(sp.expand(quadratic), (kk, 0, 2 * cc))
+    assert sp.simplify(total - (h * g1 + spread * (g0 + g2 - 2 * g1) / (2 * cc**2))) == 0
+    for c_value in (1, 2, 5):  # the tangent: log prod (1 + x_k), x_k quadratic in k, to first order in the curvature
+        e = sp.Symbol("e")
+        xs = [x1 + e * (k_value - c_value) ** 2 for k_value in range(2 * c_value + 1)]
+        product = sp.prod([1 + x for x in xs])
+        first_order = sp.diff(product, e).subs(e, 0)
+        rule = sp.Rational((2 * c_value + 1) ** 3 - (2 * c_value + 1), 12) * (1 + x1) ** (2 * c_value)
+        assert sp.simplify(first_order - rule) == 0, c_value

@@ -326,8 +326,9 @@ def _stride(plan: SublayerPlan, b: int, h: int, K: np.ndarray, C: np.ndarray, K1
     The increments along the stride, ``F_j = F_{b+1+k}`` at ``k = 0, c, 2c`` (``c = (h - 1)/2``: the first, middle
     and last blocks; the last two from predicted states), fit a quadratic in ``k`` whose sum over ``k = 0..h-1`` is
     ``h F_mid + S (F_first + F_last - 2 F_mid)/(2 c^2)``, ``S = sum (k - c)^2 = (h^3 - h)/12``; the tangent maps
-    ``T_k`` likewise: to first order in their curvature the product ``prod (I + T_k)`` is
-    ``(I + T_mid)^h + S (T_first + T_last - 2 T_mid)/(2 c^2)`` (the commutator of their drift is negligible).
+    ``T_k`` likewise: to first order in their curvature, and to lowest order in ``T`` in that term, the product
+    ``prod (I + T_k)`` is ``(I + T_mid)^h + S (T_first + T_last - 2 T_mid)/(2 c^2)`` (the commutator of their
+    drift is negligible).
     docs/derivations.md#stride-tail.
     """
     c = (h - 1) // 2
