@@ -70,7 +70,6 @@ class RecursionContext:
 
     static: dict  # static_moments(plan): "var", "gain" (N,) of MLP/MoE steps with a normalised input
     causal: bool
-    period: int  # sublayers per block
     rows: RowTable | None = None  # softmax row moments per query row (plans with attention)
     abar: np.ndarray | None = None  # (T, T) uniform rows (plans with attention)
     rope_spread: np.ndarray | None = None  # (T,) RoPE only
@@ -87,8 +86,8 @@ def recursion_context(plan: SublayerPlan, tokens: int, causal: bool, head_dim: i
     >>> from theory.meanfield.plan import build_plan
     >>> from theory.setting import Setting
     >>> ctx = recursion_context(build_plan(Setting(depth=2, width=32, heads=4, tokens=4)), 4, True, 8)
-    >>> ctx.period, ctx.abar.shape, ctx.rope_cos.shape  # attention + MLP per block; (T, T)
-    (2, (4, 4), (4, 4))
+    >>> ctx.abar.shape, ctx.rope_cos.shape  # (T, T) each
+    ((4, 4), (4, 4))
     """
     rows = None
     if plan.attention is not None:
@@ -97,7 +96,7 @@ def recursion_context(plan: SublayerPlan, tokens: int, causal: bool, head_dim: i
     if width_law == "finite-width":
         kernel = None if plan.kernel is None else smoothed_kernel(plan.kernel, plan.width, plan.activation == "swiglu")
         finite = FiniteWidth(plan.width, head_dim, attention_nodes(plan.depth), kernel, law_seed)
-    return RecursionContext(static=static_moments(plan), causal=causal, rows=rows, period=plan.period,
+    return RecursionContext(static=static_moments(plan), causal=causal, rows=rows,
                             rope_spread=rope_spread(tokens, causal, head_dim) if plan.rope else None,
                             rope_cos=rope_cos(tokens, head_dim) if plan.rope else None,
                             abar=uniform_rows(tokens, causal) if rows is not None else None, finite=finite)
@@ -213,7 +212,7 @@ def _finite_attention_correction(plan: SublayerPlan, n: int, R: np.ndarray, mean
         return alpha_vo * sampled_attention(R_node, float(plan.in_scale2[n]), float(plan.alpha_qk[n]), finite.width,
                                             finite.head_dim, ctx.causal, plan.rope, seed)[0]
 
-    return finite.attention_correction(block, n % ctx.period, R, meanfield, sample)
+    return finite.attention_correction(block, n % plan.period, R, meanfield, sample)
 
 
 @dataclass(frozen=True)

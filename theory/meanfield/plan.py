@@ -95,6 +95,12 @@ class SublayerPlan:
         was asked for."""
         return self.block[::self.period]
 
+    @property
+    def carries_tangents(self) -> bool:
+        """No norm after a sum and no alignment: the recursion carries the tangent covariances (``jac_dev``,
+        ``e2e_gain``), and an additive tail can stride."""
+        return not self.norm_after.any() and self.alignment == 0
+
     def steps(self, block: int) -> range:
         """The step indices of block ``block`` (1-based; it must be planned).
 

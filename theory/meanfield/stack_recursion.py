@@ -93,7 +93,7 @@ def matrix_recursion(plan: SublayerPlan, K0: np.ndarray, blocks: int, ctx: Recur
     out = {key: np.full(plan.size, np.nan) for key in _STEP_KEYS}
     out["angular"] = np.full(len(plan.blocks), np.nan)
     off = ~np.eye(tokens, dtype=bool)
-    tangents = not plan.norm_after.any() and plan.alignment == 0
+    tangents = plan.carries_tangents
     K, C, eye = np.array(K0, dtype=float), np.eye(tokens), np.eye(tokens)
     for block in range(1, blocks + 1):
         K, pair, steps = run_block(plan, block, K, [eye, C] if tangents else [], ctx)
@@ -132,7 +132,7 @@ def exact_blocks(plan: SublayerPlan, tokens: int) -> int:
     period = plan.period
     steps = min(plan.depth * period, MAX_MATRIX_STEPS, int(MATRIX_BUDGET / max(tokens, 1) ** 2))
     cap = max(1, steps // period)
-    if plan.norm_after.any() or plan.alignment != 0:  # no tangents to stride: the pair recursion takes over
+    if not plan.carries_tangents:  # no tangents to stride: the pair recursion takes over
         return cap
     return min(cap, max(STRIDE_START, plan.additive_from - 1))
 
@@ -165,7 +165,7 @@ def stream_recursion(plan: SublayerPlan, v0: float, c0: float, tokens: int, caus
     ([2.0, 3.0, 4.0], 'matrix')
     """
     ctx = recursion_context(plan, tokens, causal, head_dim, width_law, law_seed)
-    period = ctx.period
+    period = plan.period
     blocks, eps = _tail_strides(plan, tokens, matrix_blocks, eps)
     K0 = np.full((tokens, tokens), float(c0))
     np.fill_diagonal(K0, v0)
@@ -198,8 +198,7 @@ def _tail_strides(plan: SublayerPlan, tokens: int, matrix_blocks: int | None = N
     where no stride tail follows (every block run, or a tail that is not additive: the pair recursion)."""
     depth = plan.depth
     blocks = min(depth, exact_blocks(plan, tokens) if matrix_blocks is None else max(1, matrix_blocks))
-    tangents = not plan.norm_after.any() and plan.alignment == 0
-    if blocks >= depth or not tangents or plan.additive_from > blocks + 1:
+    if blocks >= depth or not plan.carries_tangents or plan.additive_from > blocks + 1:
         return blocks, None
     return blocks, STRIDE_EPS if eps is None else eps
 
